@@ -1,0 +1,54 @@
+# One entry point for people and CI. `make test` is what .ci/run calls.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: help venv lint typecheck layers unit integration test cluster-up cluster-down crds demo up down bench
+
+help:
+	@echo "make demo         - local control plane + webhook + controller + the example order, to Ready"
+	@echo "make test         - lint, types, layers, unit and integration tests (what CI runs)"
+	@echo "make cluster-up   - start the local real control plane (.cluster/kubeconfig)"
+	@echo "make cluster-down - stop it"
+	@echo "make down         - stop everything make demo / make up started"
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+layers: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+crds: $(STAMP)
+	$(PY) hack/gen_crds.py
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit -q
+
+integration: $(STAMP)
+	bash tests/cluster/build.sh >/dev/null
+	$(PY) -m pytest tests/integration -q
+
+test: lint typecheck layers
+	bash tests/cluster/build.sh >/dev/null
+	$(PY) -m pytest tests -q
+
+cluster-up: $(STAMP)
+	$(PY) -m tests.cluster up
+
+cluster-down: $(STAMP)
+	$(PY) -m tests.cluster down

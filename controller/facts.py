@@ -1,0 +1,47 @@
+"""ModelFacts: everything the platform learned about a model, whatever its source.
+
+Produced by ``model_facts`` (Hugging Face) or ``resolve`` (catalog); consumed by the policy checks
+and the planner. Pure data.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from shared.api.enums import EndpointType, ModelFormat, ModelSource
+
+
+class ModelFacts(BaseModel):
+    """Facts about one model at one resolved revision."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: ModelSource
+    name: str
+    revision: str | None = None
+    architecture: str | None = None
+    endpoint_types: tuple[EndpointType, ...] = ()
+    format: ModelFormat = "Safetensors"
+    quantization: str = "none"  # method: none | awq | gptq | fp8 | bitsandbytes | compressed-tensors | gguf
+    quantization_bits: int | None = None  # 4 for AWQ/GPTQ int4, 8 for fp8/int8, GGUF file type bits
+    quantization_group_size: int | None = None
+    parameter_count: int
+    parameter_dtype_counts: dict[str, int] = {}  # safetensors dtype -> parameters, e.g. {"BF16": n, "I32": m}
+    context_length: int | None = None
+    torch_dtype: str | None = None  # bfloat16 | float16 | float32
+    num_hidden_layers: int | None = None
+    num_attention_heads: int | None = None
+    num_key_value_heads: int | None = None
+    head_dim: int | None = None
+    hidden_size: int | None = None
+    weights_bytes: int | None = None  # sum of the weight files' sizes, when the source says
+    gated: bool = False
+
+    @property
+    def quantization_label(self) -> str:
+        """The wire form of status.model.quantization: ``awq-4bit``, ``fp8``, ``none``."""
+        if self.quantization == "none":
+            return "none"
+        if self.quantization_bits and self.quantization not in ("fp8",):
+            return f"{self.quantization}-{self.quantization_bits}bit"
+        return self.quantization

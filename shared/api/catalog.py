@@ -1,0 +1,54 @@
+"""The catalog's Model and ClusterModel, as far as the controller reads them.
+
+They belong to a sibling module; this product only reads their status, and only when catalog
+integration is on in the module settings. Tests install a small CRD for them
+(``deploy/crds/catalog-for-tests``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from shared.api.base import ApiModel, ObjectMeta
+from shared.api.enums import EndpointType, ModelFormat
+
+
+class CatalogResolved(ApiModel):
+    """What the catalog learned about the model."""
+
+    supported_endpoint_types: list[EndpointType] | None = Field(
+        default=None, description="API contracts the model offers."
+    )
+    format: ModelFormat | None = Field(default=None, description="Weights format.")
+    parameter_count: int | None = Field(default=None, description="Exact number of parameters.")
+    quantization: str | None = Field(default=None, description="Quantization method, or none.")
+    architecture: str | None = Field(default=None, description="Hugging Face architecture name.")
+    context_window_tokens: int | None = Field(default=None, description="Context length in tokens.")
+
+
+class CatalogSource(ApiModel):
+    """Where the weights are."""
+
+    uri: str | None = Field(default=None, description="Location of the weights, for example hf://org/repo or s3://.")
+    revision: str | None = Field(default=None, description="Revision of the weights, when the source has one.")
+
+
+class CatalogModelStatus(ApiModel):
+    """The catalog's view of the model."""
+
+    phase: str | None = Field(default=None, description="Ready when the model is usable.")
+    resolved: CatalogResolved | None = Field(default=None, description="Facts about the model.")
+    source: CatalogSource | None = Field(default=None, description="Where the weights are.")
+
+
+class CatalogModel(ApiModel):
+    """A Model (namespaced) or ClusterModel (cluster-scoped) of the catalog."""
+
+    KIND: ClassVar[str] = "Model"
+
+    api_version: str = "ai.deckhouse.io/v1alpha1"
+    kind: str = "Model"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    status: CatalogModelStatus = Field(default_factory=CatalogModelStatus)

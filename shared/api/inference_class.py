@@ -1,0 +1,137 @@
+"""InferenceServiceClass: the administrator's policy. Cluster-scoped; namespace users cannot read it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from shared.api.base import ApiModel, ObjectMeta
+from shared.api.condition import Condition
+from shared.api.enums import Authentication, EndpointType, ExposureType, ModelFormat, ModelSource, SharingMode
+
+PARAMETER_COUNT_PATTERN = r"^[0-9]+(\.[0-9]+)?[KMBT]?$"
+
+
+class ParameterCountRange(ApiModel):
+    """Bounds on the model's parameter count. Each is an integer or a string such as 500M, 7B, 1.5T."""
+
+    min: int | str | None = Field(
+        default=None,
+        description="Smallest parameter count allowed: an integer, or 500M / 7B / 1.5T.",
+        json_schema_extra={"x-kubernetes-int-or-string": True, "pattern": PARAMETER_COUNT_PATTERN},
+    )
+    max: int | str | None = Field(
+        default=None,
+        description="Largest parameter count allowed: an integer, or 500M / 7B / 1.5T.",
+        json_schema_extra={"x-kubernetes-int-or-string": True, "pattern": PARAMETER_COUNT_PATTERN},
+    )
+
+
+class ModelPolicy(ApiModel):
+    """Which models orders of this class may serve, and through which API contract."""
+
+    allowed_endpoint_types: list[EndpointType] = Field(
+        description="The inference API contracts an order of this class may get, at least one. The platform "
+        "intersects it with what the model offers.",
+        min_length=1,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+    allowed_sources: list[ModelSource] | None = Field(
+        default=None,
+        description="Model sources allowed. Defaults to both HuggingFace and Catalog.",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+    allowed_formats: list[ModelFormat] | None = Field(
+        default=None,
+        description="Weight formats allowed. Defaults to all.",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+    parameter_count: ParameterCountRange | None = Field(
+        default=None, description="Bounds on the model's parameter count."
+    )
+
+
+class Placement(ApiModel):
+    """Where orders of this class may run."""
+
+    device_class_names: list[str] = Field(
+        description="DRA DeviceClasses to try, in this order, for example gpu.nvidia.com then mig.nvidia.com.",
+        min_length=1,
+    )
+    selector: str | None = Field(
+        default=None,
+        description="Optional CEL expression over `device` that a device must satisfy, with the DRA "
+        'functions, for example `device.attributes["gpu.nvidia.com"].productName.matches("H100|A100")`.',
+        max_length=10240,
+    )
+    sharing_modes: list[SharingMode] | None = Field(
+        default=None,
+        description="Sharing modes allowed, in preference order: Exclusive, MIG, TimeSlicing, MPS. "
+        "Defaults to [Exclusive].",
+    )
+    max_accelerators_per_replica: int | None = Field(
+        default=None,
+        description="Most devices one replica may use for tensor parallelism. Defaults to 8.",
+        ge=1,
+        le=64,
+    )
+
+
+class Scaling(ApiModel):
+    """Replica bounds and priority of orders of this class."""
+
+    min_replicas: int | None = Field(default=None, description="Fewest replicas. Defaults to 1.", ge=1)
+    max_replicas: int | None = Field(default=None, description="Most replicas. Defaults to minReplicas.", ge=1)
+    priority_class_name: str | None = Field(default=None, description="PriorityClass of the order's pods.")
+
+
+class Exposure(ApiModel):
+    """How the endpoint is published."""
+
+    type: ExposureType = Field(
+        default="ClusterLocal",
+        description="ClusterLocal (a Service in the cluster) or External (an Ingress as well).",
+    )
+    authentication: Authentication = Field(
+        default="Token",
+        description="Token: a Bearer token in the Secret `<order>-auth`. None: no token and no header.",
+    )
+
+
+class InferenceServiceClassSpec(ApiModel):
+    """The policy an order of this class is planned under."""
+
+    model_policy: ModelPolicy = Field(description="Which models are allowed and through which contract.")
+    placement: Placement = Field(description="Which devices orders may use, and how they may share them.")
+    scaling: Scaling | None = Field(default=None, description="Replica bounds and priority class.")
+    exposure: Exposure | None = Field(default=None, description="How the endpoint is published.")
+    recipes: list[str] | None = Field(
+        default=None,
+        description="InferenceRecipe names in preference order. Empty or unset means all recipes.",
+    )
+
+
+class InferenceServiceClassStatus(ApiModel):
+    """Whether the class can be used."""
+
+    observed_generation: int | None = Field(default=None, description="The generation this status describes.")
+    conditions: list[Condition] | None = Field(
+        default=None,
+        description="Ready is False with a reason when a referenced object is missing or the selector does "
+        "not compile.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+
+
+class InferenceServiceClass(ApiModel):
+    """The administrator's policy for a family of orders."""
+
+    KIND: ClassVar[str] = "InferenceServiceClass"
+    PLURAL: ClassVar[str] = "inferenceserviceclasses"
+
+    api_version: str = "ai.deckhouse.io/v1alpha1"
+    kind: str = "InferenceServiceClass"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: InferenceServiceClassSpec
+    status: InferenceServiceClassStatus = Field(default_factory=InferenceServiceClassStatus)

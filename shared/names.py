@@ -1,0 +1,49 @@
+"""Names and labels of the objects an order owns. Everything is named after the order."""
+
+from __future__ import annotations
+
+import hashlib
+
+FIELD_MANAGER = "inference-controller"
+LABEL_ORDER = "ai.deckhouse.io/inference-service"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY = "inference-controller"
+AUTH_TOKEN_KEY = "token"
+DEFAULT_HF_TOKEN_KEY = "token"
+CLAIM_NAME = "gpu"  # the pod-level name of the ResourceClaimTemplate reference
+
+
+def workload(order: str) -> str:
+    """Deployment, Service, HPA, Ingress and ResourceClaimTemplate share the order's name."""
+    return order
+
+
+def auth_secret(order: str) -> str:
+    return f"{order}-auth"
+
+
+def model_volume(order: str) -> str:
+    return f"{order}-model"
+
+
+def tls_secret(order: str) -> str:
+    return f"{order}-tls"
+
+
+def certificate(order: str) -> str:
+    return f"{order}-tls"
+
+
+def claim_template(order: str) -> str:
+    return f"{order}-gpu"
+
+
+def short_hash(text: str, n: int = 8) -> str:
+    """A stable short digest, for names that must change when their content does."""
+    return hashlib.sha256(text.encode()).hexdigest()[:n]
+
+# The runtime container's contract, shared by the planner's launch plan and the renderer.
+RUNTIME_PORT = 8443
+TLS_MOUNT_PATH = "/etc/inference/tls"
+MODEL_MOUNT_PATH = "/models"
+API_KEY_ENV = "INFERENCE_API_KEY"
