@@ -175,6 +175,17 @@ class Resolved(ApiModel):
     memory: str | None = Field(default=None, description="Memory request per replica, as a Kubernetes quantity.")
     model_volume: str | None = Field(default=None, description="Size of the model volume, as a quantity.")
     recipe: str | None = Field(default=None, description="The InferenceRecipe the launch plan was compiled from.")
+    order_generation: int | None = Field(
+        default=None, description="The order generation the plan was last computed for."
+    )
+    class_generation: int | None = Field(
+        default=None, description="The class generation the plan was last computed for."
+    )
+    tried_device_classes: list[str] | None = Field(
+        default=None,
+        description="Device classes on which the scheduler could not allocate the order's claim; the planner "
+        "skips them until the order or its class changes.",
+    )
     replan_count: int = Field(
         default=0,
         description="How many times the plan was recomputed after the first plan: an edit of model or class, "

@@ -1,0 +1,61 @@
+"""The Inference API probe: ``GET <url>/v1/models`` with the Bearer token, TLS verified. I/O edge.
+
+The probe verifies the endpoint's certificate against the platform CA for the endpoint's own host
+name. When the module setting ``probeAddressOverride`` is set (a runtime stand-in, a port-forward),
+the TCP connection goes to that address instead, while the endpoint's host is still sent as SNI and
+``Host`` and still verified: only the address changes, never the trust.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    ok: bool
+    detail: str  # a sentence for the condition message; never contains the token
+
+
+class Prober:
+    """Probes endpoints; one instance per controller process (it holds the TLS context)."""
+
+    def __init__(self, *, ca_file: str, address_override: str, timeout: float) -> None:
+        ctx = ssl.create_default_context(cafile=ca_file or None)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._client = httpx.Client(verify=ctx, timeout=timeout, trust_env=False)
+        self._override = address_override.strip()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def probe(self, url: str, token: str | None) -> ProbeResult:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        target = f"{parts.scheme}://{self._override}" if self._override else f"{parts.scheme}://{parts.netloc}"
+        headers = {"Host": parts.netloc, "Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        try:
+            resp = self._client.get(
+                f"{target}/v1/models", headers=headers, extensions={"sni_hostname": host}
+            )
+        except httpx.HTTPError as e:
+            return ProbeResult(False, f"GET {url}/v1/models failed: {type(e).__name__}: {_short(str(e))}")
+        if resp.status_code != 200:
+            return ProbeResult(False, f"GET {url}/v1/models answered HTTP {resp.status_code}.")
+        try:
+            body = resp.json()
+        except ValueError:
+            return ProbeResult(False, f"GET {url}/v1/models did not answer JSON.")
+        if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+            return ProbeResult(False, f"GET {url}/v1/models did not answer an OpenAI model list.")
+        return ProbeResult(True, f"GET {url}/v1/models answered with {len(body['data'])} model(s).")
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
