@@ -77,7 +77,7 @@ def test_a_selector_that_does_not_compile_is_refused_with_its_position(
     error = selector_error(expression)
     assert error is not None
     assert fragment in error
-    with pytest.raises(CelError, match="line|empty|undeclared"):
+    with pytest.raises(CelError, match=r"line|empty|undeclared"):
         compile_selector(expression)
 
 
