@@ -11,7 +11,7 @@ _DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), ""
             "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
             "P": Decimal("1e15"), "E": Decimal("1e18")}
 _QUANTITY = re.compile(r"^([+-]?[0-9]+(?:\.[0-9]*)?|[+-]?\.[0-9]+)(?:[eE]([+-]?[0-9]+))?(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
-_PARAMS = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMBT]?)$")
+_PARAMS = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMBT])$|^([0-9]+)()$")
 _PARAM_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
 
 GIB = 2**30
@@ -60,7 +60,9 @@ def parse_parameter_count(value: int | str) -> int:
     m = _PARAMS.match(value.strip())
     if not m:
         raise QuantityError(f"{value!r} is not a parameter count: use an integer or 500M, 7B, 1.5T")
-    return int(Decimal(m.group(1)) * _PARAM_SUFFIX[m.group(2)])
+    number = m.group(1) or m.group(3)
+    suffix = m.group(2) or ""
+    return int(Decimal(number) * _PARAM_SUFFIX[suffix])
 
 
 def format_gib(n_bytes: int | float) -> str:

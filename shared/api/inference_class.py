@@ -10,7 +10,7 @@ from shared.api.base import ApiModel, ObjectMeta
 from shared.api.condition import Condition
 from shared.api.enums import Authentication, EndpointType, ExposureType, ModelFormat, ModelSource, SharingMode
 
-PARAMETER_COUNT_PATTERN = r"^[0-9]+(\.[0-9]+)?[KMBT]?$"
+PARAMETER_COUNT_PATTERN = r"^([0-9]+|[0-9]+(\.[0-9]+)?[KMBT])$"
 
 
 class ParameterCountRange(ApiModel):
