@@ -1,0 +1,45 @@
+"""Status is computed once from the verdicts; events only on transitions."""
+
+from __future__ import annotations
+
+from shared import reasons as r
+from shared.api.order import Endpoint
+from shared.conditions import false, true
+
+from controller.status import StatusFields, build_status, status_changed, transitions
+from tests.unit.controller.builders import make_order
+
+NOW = "2026-01-01T00:00:00Z"
+LATER = "2026-01-01T00:05:00Z"
+
+
+def test_status_carries_the_orders_generation_and_every_condition() -> None:
+    order = make_order(metadata={"generation": 3})
+    s = build_status(order, {r.CLASS_RESOLVED: false(r.CLASS_NOT_FOUND, "no class")}, StatusFields(), now=NOW)
+    assert s.observed_generation == 3
+    assert [c.type for c in s.conditions or []] == list(r.ALL_CONDITIONS)
+    assert all(c.observed_generation == 3 for c in s.conditions or [])
+    assert s.phase == "Pending"
+
+
+def test_a_second_identical_reconcile_changes_nothing() -> None:
+    order = make_order()
+    verdicts = {r.CLASS_RESOLVED: true(r.RESOLVED), r.MODEL_RESOLVED: false(r.MODEL_NOT_FOUND, "gone")}
+    first = build_status(order, verdicts, StatusFields(), now=NOW)
+    order.status = first
+    second = build_status(order, verdicts, StatusFields(), now=LATER)
+    assert not status_changed(first, second)
+    assert transitions(first, second) == []
+
+
+def test_a_transition_records_an_event_per_changed_condition_and_phase() -> None:
+    order = make_order()
+    first = build_status(order, {r.CLASS_RESOLVED: false(r.CLASS_NOT_FOUND, "no")}, StatusFields(), now=NOW)
+    order.status = first
+    second = build_status(
+        order, {r.CLASS_RESOLVED: true(r.RESOLVED), r.MODEL_RESOLVED: false(r.MODEL_NOT_FOUND, "gone")},
+        StatusFields(endpoint=Endpoint(url="https://x", type="ClusterLocal")), now=LATER,
+    )
+    reasons = [t.reason for t in transitions(first, second)]
+    assert r.RESOLVED in reasons and r.MODEL_NOT_FOUND in reasons and "PhaseFailed" in reasons
+    assert second.endpoint is not None and second.endpoint.url == "https://x"
