@@ -1,0 +1,102 @@
+"""The workload manifests: named after the order, owned by it, carrying the plan."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from shared import names
+
+from controller import render
+from controller.settings import Settings
+from tests.unit.controller.builders import make_class, make_order
+
+
+@dataclass(frozen=True)
+class Plan:
+    device_class: str = "gpu.nvidia.com"
+    device_selectors: list[str] = field(
+        default_factory=lambda: ['device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"']
+    )
+    accelerator_count: int = 1
+    capacity_requests: dict[str, str] | None = None
+    image: str = "vllm/vllm-openai:v0.11.0"
+    args: list[str] = field(default_factory=lambda: ["--model", "/models/model", "--api-key=$(INFERENCE_API_KEY)"])
+    cpu: str = "4"
+    memory: str = "32Gi"
+    model_volume: str = "24Gi"
+
+    def model_dump_json(self) -> str:
+        return json.dumps(asdict(self))
+
+
+SETTINGS = Settings(hf_endpoint="http://127.0.0.1:9999", model_storage_class="models")
+
+
+def by_kind(objs: list[dict[str, object]]) -> dict[str, dict[str, object]]:
+    return {str(o["kind"]): o for o in objs}
+
+
+def test_every_object_is_named_after_the_order_and_owned_by_it() -> None:
+    order = make_order()
+    objs = render.workload(order, Plan(), make_class().spec, SETTINGS, revision="abc")
+    for o in objs:
+        meta = o["metadata"]
+        assert meta["name"].startswith("support-llm"), meta["name"]
+        assert meta["namespace"] == "support"
+        (ref,) = meta["ownerReferences"]
+        assert (ref["uid"], ref["controller"], ref["blockOwnerDeletion"]) == ("u-1", True, True)
+    assert set(by_kind(objs)) == {
+        "ResourceClaimTemplate", "PersistentVolumeClaim", "Certificate", "Service", "Deployment",
+        "HorizontalPodAutoscaler",
+    }
+
+
+def test_external_exposure_adds_an_ingress_with_the_templated_host() -> None:
+    spec = make_class(spec={"exposure": {"type": "External", "authentication": "None"}}).spec
+    objs = by_kind(render.workload(make_order(), Plan(), spec, SETTINGS, revision=None))
+    ingress = objs["Ingress"]
+    assert ingress["spec"]["rules"][0]["host"] == "support-llm.support.inference.example.com"  # type: ignore[index]
+    endpoint = render.endpoint_for(make_order(), spec, SETTINGS)
+    assert (endpoint.url, endpoint.type) == ("https://support-llm.support.inference.example.com", "External")
+
+
+def test_the_fetcher_gets_hf_token_from_the_users_secret_by_reference_only() -> None:
+    order = make_order(spec={"model": {"authSecretRef": {"name": "hf-token"}}})
+    dep = by_kind(render.workload(order, Plan(), make_class().spec, SETTINGS, revision="abc"))["Deployment"]
+    (fetcher,) = dep["spec"]["template"]["spec"]["initContainers"]  # type: ignore[index]
+    env = {e["name"]: e for e in fetcher["env"]}
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token"}
+    assert env["HF_ENDPOINT"]["value"] == "http://127.0.0.1:9999"
+    assert "--revision" in fetcher["args"] and "abc" in fetcher["args"]
+
+
+def test_the_runtime_gets_the_plan_args_the_priority_class_the_claim_and_the_api_key() -> None:
+    dep = by_kind(render.workload(make_order(), Plan(), make_class().spec, SETTINGS, revision=None))["Deployment"]
+    pod = dep["spec"]["template"]["spec"]  # type: ignore[index]
+    (runtime,) = pod["containers"]
+    assert runtime["args"] == Plan().args
+    assert pod["priorityClassName"] == "inference-default"
+    assert runtime["resources"]["claims"] == [{"name": names.CLAIM_NAME}]
+    assert runtime["env"][0]["valueFrom"]["secretKeyRef"]["name"] == "support-llm-auth"
+    assert "replicas" not in dep["spec"], "replicas belong to the HPA"
+
+
+def test_a_class_without_auth_passes_no_api_key() -> None:
+    spec = make_class(spec={"exposure": {"authentication": "None"}}).spec
+    dep = by_kind(render.workload(make_order(), Plan(), spec, SETTINGS, revision=None))["Deployment"]
+    assert dep["spec"]["template"]["spec"]["containers"][0]["env"] == []  # type: ignore[index]
+
+
+def test_the_claim_template_requests_the_planned_devices_and_changes_name_with_them() -> None:
+    order = make_order()
+    one = render.resource_claim_template(order, Plan())
+    two = render.resource_claim_template(order, Plan(accelerator_count=2, capacity_requests={"memory": "12Gi"}))
+    exactly = two["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert exactly["count"] == 2 and exactly["capacity"] == {"requests": {"memory": "12Gi"}}
+    assert one["metadata"]["name"] != two["metadata"]["name"]
+
+
+def test_the_hpa_keeps_the_class_bounds() -> None:
+    hpa = render.autoscaler(make_order(), make_class(spec={"scaling": {"minReplicas": 2, "maxReplicas": 3}}).spec)
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 3)
