@@ -1,0 +1,12 @@
+"""The planner: from model facts, a class and the device inventory to a launch plan. Pure.
+
+The controller calls ``build_inventory`` on the informer caches, then ``plan_order`` per order.
+Modules: ``estimate`` (memory), ``inventory`` (devices, classes, allocations), ``placement``
+(candidates, smallest fit), ``recipes`` (runtime matching), ``vllm`` (the runtime adapter) and
+``plan`` (the entry point and the reasons).
+"""
+
+from controller.planner.inventory import Device, Inventory, build_inventory
+from controller.planner.plan import LaunchPlan, PlanOutcome, PlanRequest, plan_order
+
+__all__ = ["Device", "Inventory", "LaunchPlan", "PlanOutcome", "PlanRequest", "build_inventory", "plan_order"]

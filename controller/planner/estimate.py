@@ -1,0 +1,126 @@
+"""How much accelerator memory a model needs: weights, KV cache for a minimum context, overhead.
+
+Pure. The formula and its sources are in docs/memory-estimate.md; the planner calls
+``estimate_memory`` once per order and ``per_device_need`` / ``max_model_len`` per candidate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from controller.facts import ModelFacts
+from shared.quantity import GIB
+
+MIN_SERVING_CONTEXT = 4096
+"""The context every plan must hold in its KV cache: min(4096, the model's context length)."""
+
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+CUDA_CONTEXT_BYTES = 1 * GIB  # CUDA context, NCCL buffers and CUDA graphs, per device
+ACTIVATION_SHARE = 0.05  # peak activations during the profile run, as a share of the weights on a device
+FALLBACK_KV_BYTES_PER_BILLION = 16 * 1024  # KV bytes per token per billion parameters, when config is missing
+
+_DTYPE_BYTES = {
+    "F64": 8.0,
+    "I64": 8.0,
+    "F32": 4.0,
+    "I32": 4.0,
+    "U32": 4.0,
+    "BF16": 2.0,
+    "F16": 2.0,
+    "I16": 2.0,
+    "U16": 2.0,
+    "F8_E4M3": 1.0,
+    "F8_E5M2": 1.0,
+    "F8_E8M0": 1.0,
+    "I8": 1.0,
+    "U8": 1.0,
+    "BOOL": 1.0,
+    "F4": 0.5,
+}
+_TORCH_DTYPE_BYTES = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "float": 4.0, "half": 2.0}
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """The parts of a replica's accelerator memory, in bytes (before the utilization cap)."""
+
+    weights: int
+    kv_bytes_per_token: int
+    min_context: int
+    weights_source: str  # "safetensors dtypes" | "weight files" | "parameter count"
+
+    @property
+    def kv_cache(self) -> int:
+        return self.kv_bytes_per_token * self.min_context
+
+    def per_device_need(self, devices: int, utilization: float) -> int:
+        """Device memory each of ``devices`` tensor-parallel devices must have."""
+        weights = self.weights / devices
+        used = weights + self.kv_cache / devices + CUDA_CONTEXT_BYTES + ACTIVATION_SHARE * weights
+        return math.ceil(used / utilization)
+
+    def max_model_len(
+        self, *, device_bytes: int, devices: int, utilization: float, context_length: int
+    ) -> int:
+        """The longest context the KV cache left after weights and overhead holds, in 16-token blocks."""
+        weights = self.weights / devices
+        budget = device_bytes * utilization - weights - CUDA_CONTEXT_BYTES - ACTIVATION_SHARE * weights
+        tokens = int(budget * devices // max(1, self.kv_bytes_per_token))
+        return max(0, min(context_length, tokens // 16 * 16))
+
+
+def weight_bytes(facts: ModelFacts) -> tuple[int, str]:
+    """The bytes of the weights as loaded, and where the figure comes from.
+
+    Exact per-dtype parameter counts from the safetensors headers win (packed int4 weights are
+    I32 tensors there, so count x bytes is exact); then the size of the weight files (exact for
+    GGUF); then parameter count x bytes per parameter for the dtype or quantization.
+    """
+    counts = facts.parameter_dtype_counts
+    if counts and all(d.upper() in _DTYPE_BYTES for d in counts):
+        return math.ceil(sum(n * _DTYPE_BYTES[d.upper()] for d, n in counts.items())), "safetensors dtypes"
+    if facts.weights_bytes:
+        return facts.weights_bytes, "weight files"
+    return math.ceil(facts.parameter_count * bytes_per_parameter(facts)), "parameter count"
+
+
+def bytes_per_parameter(facts: ModelFacts) -> float:
+    """Bytes per parameter for the quantization, including group scales and zeros."""
+    method = facts.quantization.lower()
+    bits = facts.quantization_bits
+    if method in ("awq", "gptq", "compressed-tensors", "bitsandbytes") and (bits or 4) < 8:
+        group = facts.quantization_group_size or 128
+        if group <= 0:  # per-channel
+            group = 4096
+        # packed weight + one fp16 scale and one packed zero point per group
+        return (bits or 4) / 8 + (2 + (bits or 4) / 8) / group
+    if method in ("fp8", "int8", "w8a8") or (method != "none" and bits == 8):
+        return 1.0 + 2.0 / 128  # one byte, plus per-channel scales rounded up
+    if method == "gguf":
+        return (bits or 5) / 8 * 1.06  # k-quants keep super-block scales: about 6% over the nominal bits
+    return _TORCH_DTYPE_BYTES.get((facts.torch_dtype or "bfloat16").lower(), 2.0)
+
+
+def kv_bytes_per_token(facts: ModelFacts) -> int:
+    """2 x layers x KV heads x head dim x KV dtype bytes (the model dtype, 2 bytes for fp8/int4 models)."""
+    layers, heads = facts.num_hidden_layers, facts.num_attention_heads
+    kv_heads = facts.num_key_value_heads or heads
+    head_dim = facts.head_dim or (facts.hidden_size // heads if facts.hidden_size and heads else None)
+    kv_dtype = _TORCH_DTYPE_BYTES.get((facts.torch_dtype or "bfloat16").lower(), 2.0)
+    if kv_dtype > 2:  # float32 checkpoints are served in bfloat16/float16
+        kv_dtype = 2.0
+    if layers and kv_heads and head_dim:
+        return int(2 * layers * kv_heads * head_dim * kv_dtype)
+    return math.ceil(facts.parameter_count / 1e9 * FALLBACK_KV_BYTES_PER_BILLION)
+
+
+def estimate_memory(facts: ModelFacts) -> MemoryEstimate:
+    weights, source = weight_bytes(facts)
+    context = min(MIN_SERVING_CONTEXT, facts.context_length or MIN_SERVING_CONTEXT)
+    return MemoryEstimate(
+        weights=weights,
+        kv_bytes_per_token=kv_bytes_per_token(facts),
+        min_context=context,
+        weights_source=source,
+    )

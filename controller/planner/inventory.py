@@ -1,0 +1,311 @@
+"""The device inventory: what ResourceSlices publish, what DeviceClasses select, what is free now.
+
+``build_inventory`` turns the raw ``resource.k8s.io/v1`` objects from the informer caches into an
+``Inventory``; the planner reads it and never touches Kubernetes. Pure.
+
+Free means: not in the allocation of any ResourceClaim, not blocked by an allocated relative (a
+whole GPU and its MIG devices exclude each other, through ``parentUUID`` and through the slice's
+shared counters when the driver publishes them), and, for devices that allow multiple allocations
+(consumable capacity), the capacity not yet consumed. The order's own claims (name prefix in the
+order's namespace) are recorded as *held*: they are not offered back to the order ("while it holds
+that place, the place is not published"), and the planner may keep an unchanged plan on them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+from shared.cel import CelError, DeviceView, Selector, Semver, compile_selector, device_view
+from shared.quantity import QuantityError, parse_quantity
+
+DeviceKey = tuple[str, str, str]  # (driver, pool, device name): how allocation results name a device
+
+_ITERATING = re.compile(r"\b(size|all|exists|exists_one|map|filter)\s*\(")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-/]*")
+
+
+@dataclass(frozen=True)
+class Device:
+    """One published device, with the attributes the planner reads."""
+
+    key: DeviceKey
+    node: str
+    view: DeviceView
+    kind: str  # the driver's `type` attribute: gpu | mig | ...
+    product_name: str
+    memory_bytes: int
+    compute_capability: Semver | None
+    uuid: str | None
+    parent_uuid: str | None
+    profile: str | None
+    multiple_allocations: bool
+    consumes: tuple[tuple[str, str, Decimal], ...]  # (counter set, counter, amount)
+    device_classes: frozenset[str]
+
+    @property
+    def pool(self) -> str:
+        return self.key[1]
+
+    @property
+    def name(self) -> str:
+        return self.key[2]
+
+    @property
+    def label(self) -> str:
+        return f"{self.node}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Every device, the device classes that exist, and what is allocated now.
+
+    ``device_class_errors`` holds a message for each DeviceClass whose selectors do not compile or
+    fail on some device: using such a class makes placement undecidable.
+    """
+
+    devices: tuple[Device, ...]
+    device_classes: frozenset[str]
+    device_class_errors: Mapping[str, str] = field(default_factory=dict)
+    allocated: frozenset[DeviceKey] = frozenset()  # whole allocations by other claims
+    consumed: Mapping[DeviceKey, int] = field(default_factory=dict)  # memory consumed on shared devices
+    held: frozenset[DeviceKey] = frozenset()  # allocated to the order's own claims
+    counters: Mapping[tuple[str, str, str, str], Decimal] = field(default_factory=dict)  # left per counter
+
+    def busy(self) -> frozenset[DeviceKey]:
+        """Devices that cannot be taken whole: allocated, held, partly consumed, or a relative is."""
+        taken = self.allocated | self.held | frozenset(k for k, v in self.consumed.items() if v > 0)
+        uuids = {d.uuid for d in self.devices if d.key in taken and d.uuid}
+        parents = {d.parent_uuid for d in self.devices if d.key in taken and d.parent_uuid}
+        blocked = set(taken)
+        for d in self.devices:
+            if (
+                (d.parent_uuid is not None and d.parent_uuid in uuids)
+                or (d.uuid is not None and d.uuid in parents)
+                or (d.consumes and not self._counters_left(d))
+            ):
+                blocked.add(d.key)
+        return frozenset(blocked)
+
+    def _counters_left(self, device: Device) -> bool:
+        for counter_set, counter, amount in device.consumes:
+            left = self.counters.get((device.key[0], device.key[1], counter_set, counter))
+            if left is not None and left < amount:
+                return False
+        return True
+
+    def free_memory(self, device: Device) -> int:
+        """Memory a shared allocation may still take on a multiple-allocation device (0 if blocked)."""
+        if device.key in self.allocated or device.key in self.held:
+            return 0
+        return max(0, device.memory_bytes - self.consumed.get(device.key, 0))
+
+    def with_allocation(self, keys: Iterable[DeviceKey], *, memory: int | None = None) -> Inventory:
+        """The inventory after a claim takes ``keys`` whole, or ``memory`` bytes of each when shared."""
+        keys = tuple(keys)
+        if memory is not None:
+            consumed = dict(self.consumed)
+            for k in keys:
+                consumed[k] = consumed.get(k, 0) + memory
+            return replace(self, consumed=consumed)
+        counters = dict(self.counters)
+        by_key = {d.key: d for d in self.devices}
+        for k in keys:
+            device = by_key.get(k)
+            for counter_set, counter, amount in device.consumes if device else ():
+                ck = (k[0], k[1], counter_set, counter)
+                if ck in counters:
+                    counters[ck] -= amount
+        return replace(self, allocated=self.allocated | frozenset(keys), counters=counters)
+
+
+def build_inventory(
+    *,
+    resource_slices: Sequence[Mapping[str, Any]],
+    device_classes: Sequence[Mapping[str, Any]],
+    resource_claims: Sequence[Mapping[str, Any]],
+    own_claim_prefix: str | None = None,
+    namespace: str | None = None,
+) -> Inventory | str:
+    """The inventory from raw ``resource.k8s.io/v1`` objects, or a message when a slice cannot be read.
+
+    Claims named ``own_claim_prefix...`` in ``namespace`` are the order's own: their devices are
+    recorded as held rather than allocated (both are unavailable to a new placement).
+    """
+    classes: dict[str, list[Selector]] = {}
+    errors: dict[str, str] = {}
+    for dc in sorted(device_classes, key=lambda o: str(o.get("metadata", {}).get("name", ""))):
+        name = str(dc.get("metadata", {}).get("name", ""))
+        selectors: list[Selector] = []
+        for sel in (dc.get("spec") or {}).get("selectors") or []:
+            expression = (sel.get("cel") or {}).get("expression", "")
+            try:
+                selectors.append(compile_selector(expression))
+            except CelError as e:
+                errors[name] = f"the selector of DeviceClass {name} does not compile: {e}"
+        classes[name] = selectors
+
+    devices: list[Device] = []
+    counters: dict[tuple[str, str, str, str], Decimal] = {}
+    cache = SelectorCache()
+    for rs in resource_slices:
+        spec = rs.get("spec") or {}
+        driver = str(spec.get("driver", ""))
+        pool = str((spec.get("pool") or {}).get("name", ""))
+        node = str(spec.get("nodeName") or "")
+        for cs in spec.get("sharedCounters") or []:
+            for cname, c in (cs.get("counters") or {}).items():
+                try:
+                    counters[(driver, pool, str(cs.get("name")), cname)] = parse_quantity(c.get("value", 0))
+                except QuantityError:
+                    slice_name = rs.get("metadata", {}).get("name")
+                    return f"ResourceSlice {slice_name}: counter {cname} is not a quantity"
+        for raw in spec.get("devices") or []:
+            try:
+                device = _device(driver, pool, node, raw)
+            except (CelError, QuantityError, TypeError, ValueError) as e:
+                return f"ResourceSlice {rs.get('metadata', {}).get('name')}: device {raw.get('name')}: {e}"
+            matched: set[str] = set()
+            for cname, selectors in classes.items():
+                if cname in errors:
+                    continue
+                try:
+                    if all(cache.matches(s, device.view) for s in selectors):
+                        matched.add(cname)
+                except CelError as e:
+                    errors[cname] = f"the selector of DeviceClass {cname} fails on {device.label}: {e}"
+            devices.append(replace(device, device_classes=frozenset(matched)))
+    devices.sort(key=lambda d: (d.node, d.key))
+
+    inventory = Inventory(
+        devices=tuple(devices),
+        device_classes=frozenset(classes),
+        device_class_errors=errors,
+        counters=counters,
+    )
+    return _subtract_claims(inventory, resource_claims, own_claim_prefix, namespace)
+
+
+def _subtract_claims(
+    inventory: Inventory,
+    claims: Sequence[Mapping[str, Any]],
+    own_prefix: str | None,
+    namespace: str | None,
+) -> Inventory:
+    by_key = {d.key: d for d in inventory.devices}
+    held: set[DeviceKey] = set()
+    for claim in claims:
+        meta = claim.get("metadata") or {}
+        own = (
+            own_prefix is not None
+            and str(meta.get("name", "")).startswith(own_prefix)
+            and (namespace is None or meta.get("namespace") == namespace)
+        )
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
+            "results"
+        ) or []
+        for r in results:
+            key = (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
+            device = by_key.get(key)
+            consumed = r.get("consumedCapacity") or {}
+            if own:
+                held.add(key)
+            elif device is not None and device.multiple_allocations and "memory" in consumed:
+                inventory = inventory.with_allocation(
+                    [key], memory=math.ceil(parse_quantity(consumed["memory"]))
+                )
+            else:
+                inventory = inventory.with_allocation([key])
+    return replace(inventory, held=frozenset(held))
+
+
+def _device(driver: str, pool: str, node: str, raw: Mapping[str, Any]) -> Device:
+    view = device_view(driver, raw)
+    attrs = view.attributes.get(driver, {})
+    memory = view.capacity.get(driver, {}).get("memory", Decimal(0))
+    capability = attrs.get("cudaComputeCapability")
+    consumes = tuple(
+        (str(cc.get("counterSet")), cname, parse_quantity(c.get("value", 0)))
+        for cc in raw.get("consumesCounters") or []
+        for cname, c in (cc.get("counters") or {}).items()
+    )
+    return Device(
+        key=(driver, pool, str(raw.get("name"))),
+        node=node or str(raw.get("nodeName") or ""),
+        view=view,
+        kind=str(attrs.get("type", "gpu")),
+        product_name=str(attrs.get("productName", raw.get("name"))),
+        memory_bytes=math.ceil(memory),
+        compute_capability=capability if isinstance(capability, Semver) else None,
+        uuid=_text(attrs.get("uuid")),
+        parent_uuid=_text(attrs.get("parentUUID")),
+        profile=_text(attrs.get("profile")),
+        multiple_allocations=bool(raw.get("allowMultipleAllocations")),
+        consumes=consumes,
+        device_classes=frozenset(),
+    )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class SelectorCache:
+    """Memoised selector results: devices that differ only in names the expression never mentions
+    (uuid, index ...) get the same answer. Expressions that iterate or size a map are not memoised.
+
+    A local helper of one planning call or one inventory build, never shared between them.
+    """
+
+    def __init__(self) -> None:
+        self._results: dict[tuple[str, object], bool] = {}
+        self._words: dict[str, frozenset[str] | None] = {}
+
+    def matches(self, selector: Selector, view: DeviceView) -> bool:
+        words = self._words.get(selector.expression, frozenset())
+        if words == frozenset() and selector.expression not in self._words:
+            words = None if _ITERATING.search(selector.expression) else _mentioned(selector.expression)
+            self._words[selector.expression] = words
+        if words is None:
+            return selector.matches(view)
+        key = (selector.expression, _projection(view, words))
+        hit = self._results.get(key)
+        if hit is None:
+            hit = selector.matches(_project(view, words))
+            self._results[key] = hit
+        return hit
+
+
+def _mentioned(expression: str) -> frozenset[str]:
+    found: set[str] = set()
+    for word in _WORDS.findall(expression):
+        found.update(part for part in re.split(r"[.\"']", word) if part)
+    for literal in re.findall(r"\"([^\"]*)\"|'([^']*)'", expression):
+        found.update(x for x in literal if x)
+    return frozenset(found)
+
+
+def _projection(view: DeviceView, words: frozenset[str]) -> object:
+    return (
+        view.driver,
+        tuple(
+            (d, tuple(sorted((k, repr(v)) for k, v in vals.items() if k in words)))
+            for d, vals in sorted(view.attributes.items())
+        ),
+        tuple(
+            (d, tuple(sorted((k, str(v)) for k, v in vals.items() if k in words)))
+            for d, vals in sorted(view.capacity.items())
+        ),
+    )
+
+
+def _project(view: DeviceView, words: frozenset[str]) -> DeviceView:
+    return DeviceView(
+        driver=view.driver,
+        attributes={d: {k: v for k, v in vals.items() if k in words} for d, vals in view.attributes.items()},
+        capacity={d: {k: v for k, v in vals.items() if k in words} for d, vals in view.capacity.items()},
+    )
