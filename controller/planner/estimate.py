@@ -20,10 +20,12 @@ CUDA_CONTEXT_BYTES = 1 * GIB  # CUDA context, NCCL buffers and CUDA graphs, per 
 ACTIVATION_SHARE = 0.05  # peak activations during the profile run, as a share of the weights on a device
 FALLBACK_KV_BYTES_PER_BILLION = 16 * 1024  # KV bytes per token per billion parameters, when config is missing
 
+# Bytes per element as vLLM holds it: its default dtype "auto" serves float32 checkpoints in
+# float16, so F32/F64 tensors cost 2 bytes; integer tensors (packed int4 weights, zeros) keep theirs.
 _DTYPE_BYTES = {
-    "F64": 8.0,
+    "F64": 2.0,
     "I64": 8.0,
-    "F32": 4.0,
+    "F32": 2.0,
     "I32": 4.0,
     "U32": 4.0,
     "BF16": 2.0,
@@ -38,7 +40,8 @@ _DTYPE_BYTES = {
     "BOOL": 1.0,
     "F4": 0.5,
 }
-_TORCH_DTYPE_BYTES = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "float": 4.0, "half": 2.0}
+_DISK_BYTES = {"F64": 8.0, "F32": 4.0}
+_TORCH_DTYPE_BYTES = {"float32": 2.0, "float16": 2.0, "bfloat16": 2.0, "float": 2.0, "half": 2.0}
 
 
 @dataclass(frozen=True)
@@ -81,8 +84,23 @@ def weight_bytes(facts: ModelFacts) -> tuple[int, str]:
     if counts and all(d.upper() in _DTYPE_BYTES for d in counts):
         return math.ceil(sum(n * _DTYPE_BYTES[d.upper()] for d, n in counts.items())), "safetensors dtypes"
     if facts.weights_bytes:
+        if (facts.torch_dtype or "").lower() in ("float32", "float") and facts.quantization == "none":
+            return facts.weights_bytes // 2, "weight files"
         return facts.weights_bytes, "weight files"
     return math.ceil(facts.parameter_count * bytes_per_parameter(facts)), "parameter count"
+
+
+def disk_bytes(facts: ModelFacts) -> int:
+    """The size of the weight files: what the model volume must hold."""
+    if facts.weights_bytes:
+        return facts.weights_bytes
+    counts = facts.parameter_dtype_counts
+    if counts and all(d.upper() in _DTYPE_BYTES for d in counts):
+        return math.ceil(
+            sum(n * _DISK_BYTES.get(d.upper(), _DTYPE_BYTES[d.upper()]) for d, n in counts.items())
+        )
+    served, _ = weight_bytes(facts)
+    return served * 2 if (facts.torch_dtype or "").lower() in ("float32", "float") else served
 
 
 def bytes_per_parameter(facts: ModelFacts) -> float:
@@ -103,13 +121,11 @@ def bytes_per_parameter(facts: ModelFacts) -> float:
 
 
 def kv_bytes_per_token(facts: ModelFacts) -> int:
-    """2 x layers x KV heads x head dim x KV dtype bytes (the model dtype, 2 bytes for fp8/int4 models)."""
+    """2 x layers x KV heads x head dim x KV dtype bytes (the served dtype, also for quantized weights)."""
     layers, heads = facts.num_hidden_layers, facts.num_attention_heads
     kv_heads = facts.num_key_value_heads or heads
     head_dim = facts.head_dim or (facts.hidden_size // heads if facts.hidden_size and heads else None)
     kv_dtype = _TORCH_DTYPE_BYTES.get((facts.torch_dtype or "bfloat16").lower(), 2.0)
-    if kv_dtype > 2:  # float32 checkpoints are served in bfloat16/float16
-        kv_dtype = 2.0
     if layers and kv_heads and head_dim:
         return int(2 * layers * kv_heads * head_dim * kv_dtype)
     return math.ceil(facts.parameter_count / 1e9 * FALLBACK_KV_BYTES_PER_BILLION)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.facts import ModelFacts
-from controller.planner.estimate import MemoryEstimate, estimate_memory
+from controller.planner.estimate import MemoryEstimate, disk_bytes, estimate_memory
 from controller.planner.inventory import Device, DeviceKey, Inventory, SelectorCache
 from controller.planner.placement import SHARED_MODES, Candidate, candidates, tensor_parallel_sizes
 from controller.planner.recipes import RecipeChoice, model_recipes, ordered_recipes, quantization_method
@@ -263,7 +263,7 @@ def _planned(request: PlanRequest, cand: Candidate, estimate: MemoryEstimate, me
     share_percent = cand.share_percent
     if cand.sharing_mode == "MIG":
         share_percent = _mig_share(request.inventory, device)
-    weights_on_disk = facts.weights_bytes or estimate.weights
+    weights_on_disk = disk_bytes(facts)
     plan = LaunchPlan(
         device_class=cand.device_class,
         product_name=device.product_name,
@@ -331,7 +331,8 @@ def _diagnose(
     if not capable:
         least = min(c.min_capability for c in choices if c.min_capability is not None)
         best = max(devices, key=lambda d: (d.compute_capability or Semver(0, 0, 0), d.product_name))
-        reach = str(best.compute_capability) if best.compute_capability else "an unknown capability"
+        cap = best.compute_capability
+        reach = f"{cap.major}.{cap.minor}" if cap else "an unknown capability"
         return _fail(
             reasons.QUANTIZATION_MISMATCH,
             f"{facts_label(request.facts)} needs compute capability {least.major}.{least.minor} or more for "
@@ -353,7 +354,8 @@ def _diagnose(
             )
     if not ever:
         largest = max(capable, key=lambda d: (d.memory_bytes, d.product_name))
-        tp = f" (up to {tp_sizes[-1]} on one node)" if len(tp_sizes) > 1 else ""
+        most = tp_sizes[-1]
+        tp = f" (at most {most} per replica: {most * largest.memory_bytes // GIB} GiB)" if most > 1 else ""
         return _fail(
             reasons.NO_ACCELERATOR_WITH_ENOUGH_MEMORY,
             f"needs {format_gib(need)} per replica; largest allowed device is {largest.product_name} with "
