@@ -1,0 +1,120 @@
+"""Properties of the planner over many orders against one fleet.
+
+- No device is ever over-committed: every plan's allocation is fed back into the inventory, and
+  no device is taken whole twice, no whole GPU is taken with one of its MIG devices, and shares
+  never exceed a device's memory.
+- The same inputs always give the same plan, whatever the order of the objects they come from.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from controller.facts import ModelFacts
+from controller.planner import Inventory, build_inventory, plan_order
+from controller.planner.inventory import DeviceKey
+from shared.api.inference_class import InferenceServiceClassSpec
+from tests.unit.planner.builders import (
+    BGE_LARGE,
+    BGE_RERANKER,
+    LLAMA_8B,
+    LLAMA_70B,
+    QWEN3_8B_FP8,
+    QWEN_32B_AWQ,
+    fleet_objects,
+    gpu,
+    make_class,
+    make_request,
+    make_slice,
+)
+
+MODELS: list[ModelFacts] = [QWEN_32B_AWQ, LLAMA_8B, LLAMA_70B, BGE_LARGE, BGE_RERANKER, QWEN3_8B_FP8]
+CLASSES: list[InferenceServiceClassSpec] = [
+    make_class(),
+    make_class(sharingModes=["Exclusive", "MIG"]),
+    make_class(deviceClassNames=["mig.nvidia.com", "gpu.nvidia.com"], sharingModes=["MIG", "Exclusive"]),
+    make_class(sharingModes=["TimeSlicing", "Exclusive"]),
+    make_class(sharingModes=["MPS", "MIG", "Exclusive"], maxAcceleratorsPerReplica=4),
+]
+
+
+def shared_slice() -> dict[str, Any]:
+    """A node whose L4s allow multiple allocations (consumable capacity on memory)."""
+    return make_slice(
+        "l4-shared-0",
+        [gpu(f"gpu-{i}", "NVIDIA L4", "24Gi", "8.9.0", allowMultipleAllocations=True) for i in range(2)],
+    )
+
+
+@functools.cache
+def objects() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    everything = fleet_objects()
+    slices = [o for o in everything if o.get("kind") == "ResourceSlice"] + [shared_slice()]
+    classes = [o for o in everything if o.get("kind") == "DeviceClass"]
+    return slices, classes
+
+
+def inventory(*, reverse: bool = False) -> Inventory:
+    slices, classes = objects()
+    if reverse:
+        slices, classes = slices[::-1], classes[::-1]
+    inv = build_inventory(resource_slices=slices, device_classes=classes, resource_claims=[])
+    assert isinstance(inv, Inventory), inv
+    return inv
+
+
+@functools.cache
+def fresh_inventory() -> Inventory:
+    return inventory()
+
+
+orders = st.lists(
+    st.tuples(st.sampled_from(range(len(MODELS))), st.sampled_from(range(len(CLASSES)))), max_size=40
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(orders)
+def test_no_device_is_ever_over_committed(sequence: list[tuple[int, int]]) -> None:
+    inv = fresh_inventory()
+    by_key = {d.key: d for d in inv.devices}
+    whole: list[DeviceKey] = []
+    shared: Counter[DeviceKey] = Counter()
+    planned = 0
+    for model, cls in sequence:
+        outcome = plan_order(make_request(inv, MODELS[model], class_spec=CLASSES[cls]))
+        if not outcome.ok:
+            continue
+        planned += 1
+        if outcome.shared_bytes is not None:
+            for key in outcome.allocation:
+                shared[key] += outcome.shared_bytes
+        else:
+            whole.extend(outcome.allocation)
+        inv = inv.with_allocation(outcome.allocation, memory=outcome.shared_bytes)
+
+        assert len(whole) == len(set(whole)), "a device was taken whole twice"
+        assert not set(whole) & set(shared), "a shared device was also taken whole"
+        for key, used in shared.items():
+            assert used <= by_key[key].memory_bytes, f"{key} is shared beyond its memory"
+        taken_uuids = {by_key[k].uuid for k in whole}
+        for k in whole:
+            parent = by_key[k].parent_uuid
+            assert parent is None or parent not in taken_uuids, f"{k} and its parent GPU are both taken"
+    assert planned <= len(sequence)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(range(len(MODELS))), st.sampled_from(range(len(CLASSES))))
+def test_the_same_inputs_always_give_the_same_plan(model: int, cls: int) -> None:
+    first = plan_order(make_request(fresh_inventory(), MODELS[model], class_spec=CLASSES[cls]))
+    again = plan_order(make_request(fresh_inventory(), MODELS[model], class_spec=CLASSES[cls]))
+    reordered = plan_order(make_request(inventory(reverse=True), MODELS[model], class_spec=CLASSES[cls]))
+    assert first == again
+    assert first == reordered
+    assert first.reason
