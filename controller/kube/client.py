@@ -1,0 +1,207 @@
+"""The API client, the registry of the kinds the controller touches, and one raw-JSON request function.
+
+``load_api_client`` builds a ``kubernetes.client.ApiClient`` (in-cluster, or from a kubeconfig) without
+touching the library's global default configuration. ``request`` sends one HTTP request through that
+client's connection pool and auth settings, so every other module speaks plain dicts and typed errors
+(``controller.kube.errors``) and never the generated models.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from controller.kube.errors import ApiUnavailable, error_from_response
+
+ApiClient = Any  # kubernetes.client.ApiClient; the library ships no type information
+
+# Enough for one watch per informer (about twenty) plus the workers' requests.
+POOL_SIZE = 64
+SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Where a kind lives in the REST API."""
+
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+
+def _r(api_version: str, kind: str, plural: str, *, namespaced: bool = True) -> Resource:
+    return Resource(api_version=api_version, kind=kind, plural=plural, namespaced=namespaced)
+
+
+_ALL = (
+    _r("ai.deckhouse.io/v1alpha1", "InferenceService", "inferenceservices"),
+    _r("ai.deckhouse.io/v1alpha1", "InferenceServiceClass", "inferenceserviceclasses", namespaced=False),
+    _r("ai.deckhouse.io/v1alpha1", "InferenceRecipe", "inferencerecipes", namespaced=False),
+    _r("ai.deckhouse.io/v1alpha1", "Model", "models"),
+    _r("ai.deckhouse.io/v1alpha1", "ClusterModel", "clustermodels", namespaced=False),
+    _r("v1", "Secret", "secrets"),
+    _r("v1", "ConfigMap", "configmaps"),
+    _r("v1", "Service", "services"),
+    _r("v1", "Pod", "pods"),
+    _r("v1", "Event", "events"),
+    _r("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+    _r("v1", "Namespace", "namespaces", namespaced=False),
+    _r("events.k8s.io/v1", "Event", "events"),
+    _r("coordination.k8s.io/v1", "Lease", "leases"),
+    _r("apps/v1", "Deployment", "deployments"),
+    _r("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
+    _r("networking.k8s.io/v1", "Ingress", "ingresses"),
+    _r("cert-manager.io/v1", "Certificate", "certificates"),
+    _r("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
+    _r("resource.k8s.io/v1", "ResourceClaim", "resourceclaims"),
+    _r("resource.k8s.io/v1", "ResourceSlice", "resourceslices", namespaced=False),
+    _r("resource.k8s.io/v1", "DeviceClass", "deviceclasses", namespaced=False),
+    _r("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", namespaced=False),
+)
+RESOURCES: Mapping[tuple[str, str], Resource] = {(r.api_version, r.kind): r for r in _ALL}
+
+
+def resource_for(api_version: str, kind: str) -> Resource:
+    """The registry entry of a kind; ``KeyError`` names the kind when it is not one we touch."""
+    try:
+        return RESOURCES[(api_version, kind)]
+    except KeyError:
+        raise KeyError(f"{kind} ({api_version}) is not in the controller's resource registry") from None
+
+
+def path_for(
+    resource: Resource, *, namespace: str | None, name: str | None = None, subresource: str | None = None
+) -> str:
+    """The REST path of a collection (no ``name``), an object, or an object's subresource.
+
+    A namespaced kind with ``namespace=None`` gives the all-namespaces collection."""
+    base = f"/apis/{resource.api_version}" if resource.group else f"/api/{resource.version}"
+    if resource.namespaced and namespace:
+        base += f"/namespaces/{quote(namespace, safe='')}"
+    path = f"{base}/{resource.plural}"
+    if name is not None:
+        path += f"/{quote(name, safe='')}"
+        if subresource:
+            path += f"/{subresource}"
+    elif subresource:
+        raise ValueError("a subresource needs an object name")
+    return path
+
+
+def load_api_client(*, kubeconfig: str | None, env: Mapping[str, str] | None = None) -> ApiClient:
+    """An ``ApiClient``: from ``kubeconfig`` when given; in-cluster when not and running in a pod;
+    else from ``$KUBECONFIG`` or ``~/.kube/config``."""
+    env = os.environ if env is None else env
+    configuration = k8s.Configuration()
+    if kubeconfig is None and env.get(SERVICE_HOST_ENV):
+        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        path = kubeconfig or env.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=path, client_configuration=configuration, persist_config=False
+        )
+    configuration.connection_pool_maxsize = POOL_SIZE
+    return k8s.ApiClient(configuration)
+
+
+def _headers(api_client: ApiClient, content_type: str | None) -> dict[str, str]:
+    headers = {"Accept": "application/json", "User-Agent": "inference-controller"}
+    if content_type:
+        headers["Content-Type"] = content_type
+    # auth_settings() runs the token refresh hook (in-cluster projected tokens, exec plugins).
+    for setting in api_client.configuration.auth_settings().values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[setting["key"]] = setting["value"]
+    return headers
+
+
+def open_request(
+    api_client: ApiClient,
+    method: str,
+    path: str,
+    *,
+    query: Mapping[str, str | int | bool] | None = None,
+    body: Any = None,
+    content_type: str | None = None,
+    timeout: float | tuple[float, float] | None = 30.0,
+) -> Any:
+    """Send a request and return the unread ``urllib3`` response (status already checked: a non-2xx
+    answer raises the typed error). For watches, which read the body as a stream."""
+    url = api_client.configuration.host + path
+    if query:
+        url += "?" + urlencode({k: _query_value(v) for k, v in query.items()})
+    data = None if body is None else json.dumps(body).encode()
+    if isinstance(timeout, tuple):
+        t = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+    else:
+        t = urllib3.Timeout(total=timeout)
+    try:
+        resp = api_client.rest_client.pool_manager.request(
+            method,
+            url,
+            body=data,
+            headers=_headers(api_client, content_type),
+            timeout=t,
+            preload_content=False,
+            retries=urllib3.Retry(total=2, connect=2, read=0, redirect=0, status=0, raise_on_status=False),
+        )
+    except urllib3.exceptions.HTTPError as e:
+        raise ApiUnavailable(f"{method} {path}: {e}", status=0) from e
+    if not 200 <= resp.status <= 299:
+        try:
+            raw = resp.read()
+        except urllib3.exceptions.HTTPError:
+            raw = b""
+        finally:
+            resp.release_conn()
+        raise error_from_response(resp.status, raw, what=f"{method} {path}")
+    return resp
+
+
+def request(
+    api_client: ApiClient,
+    method: str,
+    path: str,
+    *,
+    query: Mapping[str, str | int | bool] | None = None,
+    body: Any = None,
+    content_type: str | None = None,
+    timeout: float | None = 30.0,
+) -> dict[str, Any]:
+    """Send one request and return the decoded JSON answer (``{}`` when the answer has no body)."""
+    resp = open_request(
+        api_client, method, path, query=query, body=body, content_type=content_type, timeout=timeout
+    )
+    try:
+        raw = resp.read()
+    except urllib3.exceptions.HTTPError as e:
+        raise ApiUnavailable(f"{method} {path}: reading the answer: {e}", status=0) from e
+    finally:
+        resp.release_conn()
+    if not raw:
+        return {}
+    out = json.loads(raw)
+    return out if isinstance(out, dict) else {"items": out}
+
+
+def _query_value(v: str | int | bool) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
