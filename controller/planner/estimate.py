@@ -16,8 +16,9 @@ MIN_SERVING_CONTEXT = 4096
 """The context every plan must hold in its KV cache: min(4096, the model's context length)."""
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
-CUDA_CONTEXT_BYTES = 1 * GIB  # CUDA context, NCCL buffers and CUDA graphs, per device
-ACTIVATION_SHARE = 0.05  # peak activations during the profile run, as a share of the weights on a device
+NON_TORCH_BYTES = int(1.8 * GIB)  # CUDA context, cuBLAS workspaces, per device (vLLM's non_torch_memory)
+NON_TORCH_TP_BYTES = int(3.6 * GIB)  # the same with NCCL and custom all-reduce buffers, when TP > 1
+ACTIVATION_BYTES_4K = int(1.26 * GIB)  # activation peak of a hidden size 4096 model at vLLM's default batch
 FALLBACK_KV_BYTES_PER_BILLION = 16 * 1024  # KV bytes per token per billion parameters, when config is missing
 
 # Bytes per element as vLLM holds it: its default dtype "auto" serves float32 checkpoints in
@@ -52,23 +53,28 @@ class MemoryEstimate:
     kv_bytes_per_token: int
     min_context: int
     weights_source: str  # "safetensors dtypes" | "weight files" | "parameter count"
+    hidden_size: int | None = None
 
     @property
     def kv_cache(self) -> int:
         return self.kv_bytes_per_token * self.min_context
 
+    def overhead(self, devices: int) -> int:
+        """Memory outside weights and KV cache on each device: non-torch memory and activation peak."""
+        non_torch = NON_TORCH_TP_BYTES if devices > 1 else NON_TORCH_BYTES
+        activation = ACTIVATION_BYTES_4K * (self.hidden_size or 4096) // 4096
+        return non_torch + activation
+
     def per_device_need(self, devices: int, utilization: float) -> int:
         """Device memory each of ``devices`` tensor-parallel devices must have."""
-        weights = self.weights / devices
-        used = weights + self.kv_cache / devices + CUDA_CONTEXT_BYTES + ACTIVATION_SHARE * weights
+        used = (self.weights + self.kv_cache) / devices + self.overhead(devices)
         return math.ceil(used / utilization)
 
     def max_model_len(
         self, *, device_bytes: int, devices: int, utilization: float, context_length: int
     ) -> int:
         """The longest context the KV cache left after weights and overhead holds, in 16-token blocks."""
-        weights = self.weights / devices
-        budget = device_bytes * utilization - weights - CUDA_CONTEXT_BYTES - ACTIVATION_SHARE * weights
+        budget = device_bytes * utilization - self.weights / devices - self.overhead(devices)
         tokens = int(budget * devices // max(1, self.kv_bytes_per_token))
         return max(0, min(context_length, tokens // 16 * 16))
 
@@ -139,4 +145,5 @@ def estimate_memory(facts: ModelFacts) -> MemoryEstimate:
         kv_bytes_per_token=kv_bytes_per_token(facts),
         min_context=context,
         weights_source=source,
+        hidden_size=facts.hidden_size,
     )

@@ -283,9 +283,9 @@ def inventory_of(
 
 
 def small_fleet() -> list[dict[str, Any]]:
-    """One node each: 2 x H100 80GB, 2 x L4, and an A100 40GB cut into MIG devices."""
+    """4 x H100 80GB on one node, two L4 nodes, and an A100 40GB with MIG devices."""
     return [
-        make_slice("h100-0", [gpu(f"gpu-{i}", "NVIDIA H100 80GB HBM3", "80Gi", "9.0.0") for i in range(2)]),
+        make_slice("h100-0", [gpu(f"gpu-{i}", "NVIDIA H100 80GB HBM3", "80Gi", "9.0.0") for i in range(4)]),
         make_slice("l4-0", [gpu("gpu-0", "NVIDIA L4", "24Gi", "8.9.0")]),
         make_slice("l4-1", [gpu("gpu-0", "NVIDIA L4", "24Gi", "8.9.0")]),
         make_slice(

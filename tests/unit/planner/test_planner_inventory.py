@@ -12,7 +12,6 @@ from tests.unit.planner.builders import (
     BGE_LARGE,
     LLAMA_8B,
     LLAMA_70B,
-    QWEN_32B_AWQ,
     gpu,
     inventory_of,
     make_claim,
@@ -27,7 +26,7 @@ L4_0 = ("gpu.nvidia.com", "l4-0", "gpu-0")
 L4_1 = ("gpu.nvidia.com", "l4-1", "gpu-0")
 A100 = ("gpu.nvidia.com", "a100-0", "gpu-0")
 MIG_3G = ("gpu.nvidia.com", "a100-0", "gpu-0-mig-3g")
-H100 = [("gpu.nvidia.com", "h100-0", f"gpu-{i}") for i in range(2)]
+H100 = [("gpu.nvidia.com", "h100-0", f"gpu-{i}") for i in range(4)]
 
 
 def test_devices_allocated_by_other_claims_are_not_offered() -> None:
@@ -50,7 +49,7 @@ def test_the_orders_own_devices_are_held_and_not_offered_back() -> None:
     inv = inventory_of(small_fleet(), claims, own_claim_prefix="support-llm-gpu", namespace="support")
     assert inv.held == frozenset({L4_0})
     assert L4_0 not in inv.allocated
-    outcome = plan(inv, QWEN_32B_AWQ)
+    outcome = plan(inv, LLAMA_8B)
     assert outcome.ok, outcome.message
     assert L4_0 not in outcome.allocation
     assert outcome.plan is not None
