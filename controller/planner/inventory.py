@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
@@ -129,12 +129,14 @@ def build_inventory(
     device_classes: Sequence[Mapping[str, Any]],
     resource_claims: Sequence[Mapping[str, Any]],
     own_claim_prefix: str | None = None,
+    own_claims: Collection[str] = (),
     namespace: str | None = None,
 ) -> Inventory | str:
     """The inventory from raw ``resource.k8s.io/v1`` objects, or a message when a slice cannot be read.
 
-    Claims named ``own_claim_prefix...`` in ``namespace`` are the order's own: their devices are
-    recorded as held rather than allocated (both are unavailable to a new placement).
+    The order's own claims are those in ``namespace`` named in ``own_claims`` or starting with
+    ``own_claim_prefix``: their devices are recorded as held rather than allocated (both are
+    unavailable to a new placement; ``plan_order`` may keep an unchanged plan on held devices).
     """
     classes: dict[str, list[Selector]] = {}
     errors: dict[str, str] = {}
@@ -187,23 +189,23 @@ def build_inventory(
         device_class_errors=errors,
         counters=counters,
     )
-    return _subtract_claims(inventory, resource_claims, own_claim_prefix, namespace)
+    return _subtract_claims(inventory, resource_claims, own_claim_prefix, frozenset(own_claims), namespace)
 
 
 def _subtract_claims(
     inventory: Inventory,
     claims: Sequence[Mapping[str, Any]],
     own_prefix: str | None,
+    own_names: frozenset[str],
     namespace: str | None,
 ) -> Inventory:
     by_key = {d.key: d for d in inventory.devices}
     held: set[DeviceKey] = set()
     for claim in claims:
         meta = claim.get("metadata") or {}
-        own = (
-            own_prefix is not None
-            and str(meta.get("name", "")).startswith(own_prefix)
-            and (namespace is None or meta.get("namespace") == namespace)
+        name = str(meta.get("name", ""))
+        own = (name in own_names or (own_prefix is not None and name.startswith(own_prefix))) and (
+            namespace is None or meta.get("namespace") == namespace
         )
         results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
             "results"

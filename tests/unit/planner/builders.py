@@ -268,6 +268,7 @@ def inventory_of(
     claims: list[dict[str, Any]] | None = None,
     *,
     own_claim_prefix: str | None = None,
+    own_claims: list[str] | None = None,
     namespace: str | None = None,
     classes: list[dict[str, Any]] | None = None,
 ) -> Inventory:
@@ -276,6 +277,7 @@ def inventory_of(
         device_classes=classes if classes is not None else [GPU_CLASS, MIG_CLASS],
         resource_claims=claims or [],
         own_claim_prefix=own_claim_prefix,
+        own_claims=own_claims or (),
         namespace=namespace,
     )
     assert isinstance(inv, Inventory), inv

@@ -154,3 +154,9 @@ def test_a_slice_with_an_unreadable_device_is_reported() -> None:
     message = build_inventory(resource_slices=[bad], device_classes=[], resource_claims=[])
     assert isinstance(message, str)
     assert "productName" in message
+
+
+def test_own_claims_can_be_named_one_by_one() -> None:
+    claims = [make_claim("support-llm-7f9c-gpu-x2", "support", [L4_0])]
+    inv = inventory_of(small_fleet(), claims, own_claims=["support-llm-7f9c-gpu-x2"], namespace="support")
+    assert inv.held == frozenset({L4_0})
