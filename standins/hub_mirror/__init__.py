@@ -1,0 +1,70 @@
+"""The HF mirror stand-in: a Hugging Face Hub-compatible mirror of a dozen real models, on loopback.
+
+Run it with ``python -m standins.hub_mirror --port 0``, or start it in-process with
+``start_mirror()``, which returns a ``RunningMirror`` (its ``url`` is what ``HF_ENDPOINT`` or the
+controller's ``hfEndpoint`` setting takes). The facts it serves are in ``standins/hub_data``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from standins.hub_mirror.repos import Repo, load_repos
+from standins.hub_mirror.server import DEFAULT_TOKEN, MirrorServer, MirrorState, Request
+
+__all__ = ["DEFAULT_TOKEN", "Request", "RunningMirror", "start_mirror"]
+
+
+@dataclass
+class RunningMirror:
+    """A mirror serving on a thread. ``stop()`` closes it; it is also a context manager."""
+
+    url: str
+    state: MirrorState
+    _server: MirrorServer
+    _thread: threading.Thread
+
+    @property
+    def repos(self) -> dict[str, Repo]:
+        return self.state.repos
+
+    def requests(self) -> list[Request]:
+        with self.state.lock:
+            return list(self.state.requests)
+
+    def clear_requests(self) -> None:
+        with self.state.lock:
+            self.state.requests.clear()
+
+    def inject_fault(self, status: int, *, match: str = "") -> None:
+        with self.state.lock:
+            self.state.fault_status, self.state.fault_match = status, match
+
+    def clear_faults(self) -> None:
+        with self.state.lock:
+            self.state.fault_status, self.state.fault_match = None, ""
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> RunningMirror:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_mirror(
+    *, host: str = "127.0.0.1", port: int = 0, tokens: Iterable[str] = (DEFAULT_TOKEN,)
+) -> RunningMirror:
+    """Serve the mirror on ``host:port`` (0: a free port) in a daemon thread."""
+    state = MirrorState(repos=load_repos(), tokens=frozenset(tokens))
+    server = MirrorServer((host, port), state)
+    thread = threading.Thread(target=server.serve_forever, name="hf-mirror", daemon=True)
+    thread.start()
+    bound_host, bound_port = server.server_address[:2]
+    return RunningMirror(f"http://{bound_host!s}:{bound_port}", state, server, thread)

@@ -1,0 +1,36 @@
+"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...]``: serve the HF mirror.
+
+The first stdout line is ``HF mirror listening on http://HOST:PORT``. Tokens accepted for gated
+repositories: ``--token`` (repeatable), else ``HF_MIRROR_TOKENS`` (comma-separated), else
+``hf_mirror_test_token``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+
+from standins.hub_mirror import DEFAULT_TOKEN, start_mirror
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m standins.hub_mirror", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token", action="append", default=None, help="a token that opens gated repos")
+    args = parser.parse_args(argv)
+    env_tokens = [t for t in os.environ.get("HF_MIRROR_TOKENS", "").split(",") if t.strip()]
+    tokens = args.token or env_tokens or [DEFAULT_TOKEN]
+    mirror = start_mirror(host=args.host, port=args.port, tokens=tokens)
+    print(f"HF mirror listening on {mirror.url}", flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    done.wait()
+    mirror.stop()
+
+
+if __name__ == "__main__":
+    main()

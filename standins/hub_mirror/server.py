@@ -1,0 +1,270 @@
+"""The HTTP side of the HF mirror stand-in: what huggingface_hub asks, answered from ``repos``.
+
+Routes (see /work/shared/spec/hub-protocol.md):
+
+- ``GET /api/models/{owner}/{name}[/revision/{rev}]`` model info, ``?blobs=True`` adds file sizes;
+- ``HEAD``/``GET /{owner}/{name}/resolve/{rev}/{path}`` files, with ``Range`` (206);
+- errors typed by ``X-Error-Code``: RepoNotFound (404), RevisionNotFound (404), EntryNotFound (404),
+  GatedRepo (401 without a token, 403 with a token that has no access).
+
+Model info is public even for gated repositories, as on the Hub; their files need
+``Authorization: Bearer <token>`` with one of the mirror's tokens. Any other token is ignored on
+public repositories.
+
+Control routes for tests, outside the Hub protocol:
+
+- ``POST /_mirror/faults`` ``{"status": 503, "match": "<substring of the path>"}`` makes every Hub
+  request (or those whose path contains ``match``) answer that status until ``DELETE /_mirror/faults``;
+- ``GET /_mirror/requests`` lists the Hub requests served so far; ``DELETE`` clears the list.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from standins.hub_mirror.repos import Repo
+
+DEFAULT_TOKEN = "hf_mirror_test_token"
+"""The token the mirror accepts for gated repositories unless told otherwise (tests only)."""
+
+_INFO = re.compile(r"^/api/models/([^/]+/[^/]+?)(?:/revision/(.+))?/?$")
+_RESOLVE = re.compile(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$")
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One Hub request the mirror served (control requests are not recorded)."""
+
+    method: str
+    path: str
+    kind: str  # model_info | file_head | file_get | file_range | other
+    status: int
+    authorized: bool  # whether it carried a Bearer token the mirror accepts
+
+
+@dataclass
+class MirrorState:
+    """What the mirror serves and what tests can change while it runs. Guarded by ``lock``."""
+
+    repos: dict[str, Repo]
+    tokens: frozenset[str]
+    fault_status: int | None = None
+    fault_match: str = ""
+    requests: list[Request] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, request: Request) -> None:
+        with self.lock:
+            self.requests.append(request)
+
+    def fault_for(self, path: str) -> int | None:
+        with self.lock:
+            if self.fault_status is not None and self.fault_match in path:
+                return self.fault_status
+            return None
+
+
+class MirrorServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], state: MirrorState) -> None:
+        super().__init__(address, MirrorHandler)
+        self.state = state
+
+
+class MirrorHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: MirrorServer
+    server_version = "hf-mirror-standin/1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read the request list
+        return
+
+    # ---- dispatch
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_HEAD(self) -> None:
+        self._dispatch("HEAD")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def _dispatch(self, method: str) -> None:
+        url = urlsplit(self.path)
+        path = url.path
+        if path.startswith("/_mirror/"):
+            self._control(method, path)
+            return
+        state = self.server.state
+        kind = "other"
+        info = _INFO.match(path)
+        resolve = _RESOLVE.match(path)
+        if info and method == "GET":
+            kind = "model_info"
+        elif resolve and method in ("GET", "HEAD"):
+            ranged = bool(self.headers.get("Range"))
+            kind = "file_head" if method == "HEAD" else ("file_range" if ranged else "file_get")
+        authorized = self._token() in state.tokens
+        status = state.fault_for(path)
+        if status is not None:
+            self._error(status, "", f"Injected fault: HTTP {status}.", method)
+        elif kind == "model_info" and info:
+            status = self._model_info(info.group(1), info.group(2), parse_qs(url.query))
+        elif kind.startswith("file_") and resolve:
+            repo_id, rev, file = resolve.group(1), unquote(resolve.group(2)), unquote(resolve.group(3))
+            status = self._file(method, repo_id, rev, file)
+        else:
+            status = self._error(404, "", "Not found.", method)
+        state.record(Request(method, path, kind, status, authorized))
+
+    # ---- Hub routes
+
+    def _model_info(self, repo_id: str, rev: str | None, query: dict[str, list[str]]) -> int:
+        repo = self.server.state.repos.get(repo_id)
+        if repo is None:
+            return self._error(404, "RepoNotFound", "Repository not found", "GET")
+        if rev is not None and unquote(rev) not in ("main", repo.sha):
+            return self._error(404, "RevisionNotFound", f"Invalid rev id: {unquote(rev)}", "GET")
+        blobs = (query.get("blobs") or ["false"])[0].lower() in ("true", "1")
+        return self._json(200, repo.info(blobs=blobs))
+
+    def _file(self, method: str, repo_id: str, rev: str, path: str) -> int:
+        repo = self.server.state.repos.get(repo_id)
+        if repo is None:
+            return self._error(404, "RepoNotFound", "Repository not found", method)
+        if rev not in ("main", repo.sha):
+            return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}", method)
+        if repo.gated and self._token() not in self.server.state.tokens:
+            status = 403 if self._token() else 401
+            message = (
+                f"Access to model {repo_id} is restricted. You must have access to it and be authenticated "
+                "to access it. Please log in."
+                if status == 401
+                else f"Access to model {repo_id} is restricted and you are not in the authorized list."
+            )
+            return self._error(status, "GatedRepo", message, method)
+        f = repo.files.get(path)
+        if f is None:
+            return self._error(404, "EntryNotFound", f"Entry not found: {path}", method)
+        headers = {
+            "X-Repo-Commit": repo.sha,
+            "ETag": f'"{f.etag}"',
+            "Accept-Ranges": "bytes",
+            "Content-Type": "application/octet-stream",
+        }
+        if f.lfs:
+            headers["X-Linked-Size"] = str(f.size)
+            headers["X-Linked-Etag"] = f'"{f.etag}"'
+        start, end, status = 0, f.size - 1, 200
+        wanted = self.headers.get("Range")
+        if wanted:
+            span = _parse_range(wanted, f.size)
+            if span is None:
+                headers["Content-Range"] = f"bytes */{f.size}"
+                return self._send(416, b"", headers, method)
+            start, end, status = span[0], span[1], 206
+            headers["Content-Range"] = f"bytes {start}-{end}/{f.size}"
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(end - start + 1 if f.size else 0))
+        self.end_headers()
+        if method == "GET":
+            chunk = 1 << 20
+            for pos in range(start, end + 1, chunk):
+                self.wfile.write(f.read(pos, min(end, pos + chunk - 1)))
+        return status
+
+    # ---- control routes
+
+    def _control(self, method: str, path: str) -> None:
+        state = self.server.state
+        if path == "/_mirror/faults" and method == "POST":
+            body = self._body()
+            with state.lock:
+                state.fault_status = int(body["status"])
+                state.fault_match = str(body.get("match", ""))
+            self._json(200, {"status": state.fault_status, "match": state.fault_match})
+        elif path == "/_mirror/faults" and method == "DELETE":
+            with state.lock:
+                state.fault_status, state.fault_match = None, ""
+            self._json(200, {})
+        elif path == "/_mirror/requests" and method == "GET":
+            with state.lock:
+                items = [_asdict(r) for r in state.requests]
+            self._json(200, {"requests": items})
+        elif path == "/_mirror/requests" and method == "DELETE":
+            with state.lock:
+                state.requests.clear()
+            self._json(200, {})
+        else:
+            self._json(404, {"error": "unknown control route"})
+
+    # ---- helpers
+
+    def _token(self) -> str:
+        auth = self.headers.get("Authorization") or ""
+        return auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b"{}"
+        data = json.loads(raw or b"{}")
+        return data if isinstance(data, dict) else {}
+
+    def _json(self, status: int, doc: Any) -> int:
+        return self._send(status, json.dumps(doc).encode(), {"Content-Type": "application/json"}, "GET")
+
+    def _error(self, status: int, code: str, message: str, method: str) -> int:
+        headers = {"Content-Type": "application/json", "X-Error-Message": message}
+        if code:
+            headers["X-Error-Code"] = code
+        return self._send(status, json.dumps({"error": message}).encode(), headers, method)
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str], method: str) -> int:
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if method != "HEAD":
+            self.wfile.write(body)
+        return status
+
+
+def _asdict(r: Request) -> dict[str, Any]:
+    return {
+        "method": r.method,
+        "path": r.path,
+        "kind": r.kind,
+        "status": r.status,
+        "authorized": r.authorized,
+    }
+
+
+def _parse_range(value: str, size: int) -> tuple[int, int] | None:
+    """``bytes=a-b`` / ``a-`` / ``-n`` -> (start, end) inclusive, clipped; None if unsatisfiable."""
+    m = _RANGE.match(value.strip())
+    if not m or (not m.group(1) and not m.group(2)):
+        return None
+    if not m.group(1):
+        n = int(m.group(2))
+        return (max(0, size - n), size - 1) if n and size else None
+    start = int(m.group(1))
+    end = int(m.group(2)) if m.group(2) else size - 1
+    if start >= size or end < start:
+        return None
+    return start, min(end, size - 1)
