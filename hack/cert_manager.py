@@ -1,0 +1,119 @@
+"""cert-manager's CRDs, taken from the cert-manager Go module through the module proxy.
+
+The version is pinned in tests/cluster/versions.env (CERT_MANAGER_VERSION). ``go mod download``
+puts the module in the Go module cache; its ``deploy/crds/*.yaml`` are copied to
+``<cache>/cert-manager-<version>/crds`` (the same cache as the control-plane binaries), so later
+calls cost nothing. Used by hack/demo.py and the deploy tests:
+
+    python -m hack.cert_manager crds      # prints the directory holding the CRD files
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+VERSIONS_ENV = ROOT / "tests" / "cluster" / "versions.env"
+MODULE = "github.com/cert-manager/cert-manager"
+
+
+class CertManagerError(RuntimeError):
+    """The cert-manager module could not be fetched or does not hold what we expect."""
+
+
+def read_versions(text: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines of versions.env (comments and blanks ignored)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        out[key.strip()] = value.strip().strip('"')
+    return out
+
+
+def pinned_version(versions_env: pathlib.Path = VERSIONS_ENV) -> str:
+    version = read_versions(versions_env.read_text()).get("CERT_MANAGER_VERSION")
+    if not version:
+        raise CertManagerError(f"CERT_MANAGER_VERSION is not set in {versions_env}")
+    return version
+
+
+def cache_root(env: Mapping[str, str]) -> pathlib.Path:
+    """The cache of tests/cluster/build.sh: $INFERENCE_CACHE, else $XDG_CACHE_HOME or ~/.cache."""
+    if env.get("INFERENCE_CACHE"):
+        return pathlib.Path(env["INFERENCE_CACHE"])
+    xdg = env.get("XDG_CACHE_HOME")
+    base = pathlib.Path(xdg) if xdg else pathlib.Path.home() / ".cache"
+    return base / "inference-control-plane"
+
+
+def crd_files(module_dir: pathlib.Path) -> list[pathlib.Path]:
+    """The CRD manifests in a cert-manager module tree, sorted; an error if there are none."""
+    files = sorted((module_dir / "deploy" / "crds").glob("*.yaml"))
+    if not files:
+        raise CertManagerError(f"no deploy/crds/*.yaml in {module_dir}")
+    return files
+
+
+def download_module(version: str, *, go: str = "go") -> pathlib.Path:
+    """``go mod download -json`` the module; returns its extracted directory."""
+    if shutil.which(go) is None:
+        raise CertManagerError("`go` is not on PATH: cert-manager comes from the Go module proxy")
+    proc = subprocess.run(
+        [go, "mod", "download", "-json", f"{MODULE}@{version}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=pathlib.Path.home(),
+        env={**os.environ, "GOFLAGS": "-mod=mod"},
+    )
+    try:
+        info = json.loads(proc.stdout or "{}")
+    except json.JSONDecodeError as e:
+        raise CertManagerError(f"go mod download: unreadable output: {proc.stdout[:200]!r}") from e
+    if proc.returncode != 0 or info.get("Error") or not info.get("Dir"):
+        why = info.get("Error") or proc.stderr
+        raise CertManagerError(f"go mod download {MODULE}@{version} failed: {why}")
+    return pathlib.Path(info["Dir"])
+
+
+def crds_dir(*, version: str | None = None, env: Mapping[str, str] | None = None) -> pathlib.Path:
+    """The directory holding cert-manager's CRDs at ``version`` (default: pinned), fetched if missing."""
+    version = version or pinned_version()
+    target = cache_root(os.environ if env is None else env) / f"cert-manager-{version}" / "crds"
+    if target.is_dir() and any(target.glob("*.yaml")):
+        return target
+    files = crd_files(download_module(version))
+    tmp = target.with_name("crds.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for f in files:
+        shutil.copyfile(f, tmp / f.name)
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    return target
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args != ["crds"]:
+        print("usage: python -m hack.cert_manager crds", file=sys.stderr)
+        return 2
+    try:
+        print(crds_dir())
+    except CertManagerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
