@@ -1,0 +1,343 @@
+"""Start and stop the local control plane from the built binaries: no containers, no kwokctl.
+
+State lives in ``.cluster/`` (git-ignored): pki/, etcd/, logs/, pids/, kubeconfigs. ``up`` is
+idempotent: a healthy running plane is reused as it is, so a warm ``up`` takes about a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+import yaml
+
+from tests.cluster import fleet, pki
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+HERE = pathlib.Path(__file__).resolve().parent
+STATE = pathlib.Path(os.environ.get("INFERENCE_CLUSTER_DIR", REPO / ".cluster"))
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+ETCD_PORT = int(os.environ.get("INFERENCE_ETCD_PORT", "23790"))
+API_PORT = int(os.environ.get("INFERENCE_API_PORT", "16443"))
+KCM_PORT, SCHED_PORT, KWOK_PORT = API_PORT + 1, API_PORT + 2, API_PORT + 3
+SERVICE_CIDR = "10.96.0.0/16"
+
+
+def log(msg: str) -> None:
+    print(f"[cluster] {msg}", file=sys.stderr, flush=True)
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for line in (HERE / "versions.env").read_text().splitlines():
+        if "=" in line and not line.startswith("#"):
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def build() -> pathlib.Path:
+    """Run build.sh (builds only what is missing) and return the bin directory."""
+    res = subprocess.run(["bash", str(HERE / "build.sh")], check=True, stdout=subprocess.PIPE, text=True)
+    return pathlib.Path(res.stdout.strip().splitlines()[-1])
+
+
+@dataclass(frozen=True)
+class Paths:
+    root: pathlib.Path
+
+    @property
+    def pki(self) -> pathlib.Path:
+        return self.root / "pki"
+
+    @property
+    def logs(self) -> pathlib.Path:
+        return self.root / "logs"
+
+    @property
+    def pids(self) -> pathlib.Path:
+        return self.root / "pids"
+
+    @property
+    def kubeconfig(self) -> pathlib.Path:
+        return self.root / "kubeconfig"
+
+    def component_kubeconfig(self, name: str) -> pathlib.Path:
+        return self.root / f"{name}.kubeconfig"
+
+
+P = Paths(STATE)
+
+
+def server_url() -> str:
+    return f"https://127.0.0.1:{API_PORT}"
+
+
+def _kubeconfig(path: pathlib.Path, user: str) -> None:
+    cfg = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "local", "cluster": {"server": server_url(), "certificate-authority": str(P.pki / "ca.crt")}}
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {
+                    "client-certificate": str(P.pki / f"{user}.crt"),
+                    "client-key": str(P.pki / f"{user}.key"),
+                },
+            }
+        ],
+        "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
+        "current-context": "local",
+    }
+    path.write_text(yaml.safe_dump(cfg))
+    path.chmod(0o600)
+
+
+def make_pki() -> None:
+    P.pki.mkdir(parents=True, exist_ok=True)
+    ca = pki.make_ca(P.pki, "ca", "inference-local-ca")
+    pki.issue(
+        P.pki, "apiserver", ca, cn="kube-apiserver", server=True,
+        dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+             "kubernetes.default.svc.cluster.local"),
+        ips=("127.0.0.1", "10.96.0.1"),
+    )
+    pki.issue(P.pki, "admin", ca, cn="kubernetes-admin", org="system:masters", client=True)
+    pki.issue(P.pki, "kube-controller-manager", ca, cn="system:kube-controller-manager", client=True)
+    pki.issue(P.pki, "kube-scheduler", ca, cn="system:kube-scheduler", client=True)
+    pki.issue(P.pki, "kwok", ca, cn="kwok-controller", org="system:masters", client=True)
+    pki.issue(P.pki, "apiserver-client", ca, cn="kube-apiserver-client", org="system:masters", client=True)
+    pki.service_account_keys(P.pki)
+    _kubeconfig(P.kubeconfig, "admin")
+    for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+        _kubeconfig(P.component_kubeconfig(name), name)
+
+
+def _pid(name: str) -> int | None:
+    f = P.pids / name
+    if not f.exists():
+        return None
+    try:
+        pid = int(f.read_text())
+        os.kill(pid, 0)
+    except (ValueError, ProcessLookupError, PermissionError):
+        return None
+    return pid
+
+
+def _start(name: str, argv: list[str]) -> None:
+    if _pid(name) is not None:
+        return
+    P.logs.mkdir(parents=True, exist_ok=True)
+    P.pids.mkdir(parents=True, exist_ok=True)
+    out = (P.logs / f"{name}.log").open("ab")
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, cwd=STATE)
+    (P.pids / name).write_text(str(proc.pid))
+    log(f"started {name} (pid {proc.pid}), log {P.logs / (name + '.log')}")
+
+
+def _ssl() -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(P.pki / "ca.crt"))
+    ctx.load_cert_chain(str(P.pki / "admin.crt"), str(P.pki / "admin.key"))
+    return ctx
+
+
+def api_ready(timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{server_url()}/readyz", context=_ssl(), timeout=timeout) as r:
+            return bool(r.status == 200)
+    except (urllib.error.URLError, OSError, ssl.SSLError):
+        return False
+
+
+def _wait(what: str, check: object, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(check) and check():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{what} not ready after {timeout:.0f}s; see {P.logs}")
+
+
+def _etcd_ready() -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ETCD_PORT}/health", timeout=1) as r:
+            return bool(r.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def kwok_stages_config(path: pathlib.Path) -> pathlib.Path:
+    """kwok's default 'fast' stages, taken from the pinned kwok module (node init and heartbeat,
+    pod ready/complete/delete, init containers included) and written as one config file."""
+    version = versions()["KWOK_VERSION"]
+    modcache = subprocess.run(["go", "env", "GOMODCACHE"], check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+    stage = pathlib.Path(modcache) / f"sigs.k8s.io/kwok@{version}" / "kustomize" / "stage"
+    if not stage.exists():
+        subprocess.run(["go", "mod", "download", f"sigs.k8s.io/kwok@{version}"], check=True, cwd="/tmp")
+    files = [
+        stage / "node/fast/node-initialize.yaml",
+        stage / "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+        stage / "pod/fast/pod-ready.yaml",
+        stage / "pod/fast/pod-complete.yaml",
+        stage / "pod/fast/pod-delete.yaml",
+    ]
+    path.write_text("\n---\n".join(f.read_text() for f in files))
+    return path
+
+
+def start(bin_dir: pathlib.Path) -> None:
+    make_pki()
+    pk = P.pki
+    b = lambda n: str(bin_dir / n)  # noqa: E731
+    _start("etcd", [
+        b("etcd"), "--name", "local", "--data-dir", str(STATE / "etcd"),
+        "--listen-client-urls", f"http://127.0.0.1:{ETCD_PORT}",
+        "--advertise-client-urls", f"http://127.0.0.1:{ETCD_PORT}",
+        "--listen-peer-urls", f"http://127.0.0.1:{ETCD_PORT + 10}",
+        "--initial-advertise-peer-urls", f"http://127.0.0.1:{ETCD_PORT + 10}",
+        "--initial-cluster", f"local=http://127.0.0.1:{ETCD_PORT + 10}",
+        "--quota-backend-bytes", str(4 * 2**30), "--log-level", "warn",
+        "--auto-compaction-retention", "5m",
+    ])
+    _wait("etcd", _etcd_ready, 30)
+    _start("kube-apiserver", [
+        b("kube-apiserver"),
+        f"--etcd-servers=http://127.0.0.1:{ETCD_PORT}",
+        "--bind-address=127.0.0.1", f"--secure-port={API_PORT}", "--advertise-address=127.0.0.1",
+        f"--tls-cert-file={pk / 'apiserver.crt'}", f"--tls-private-key-file={pk / 'apiserver.key'}",
+        f"--client-ca-file={pk / 'ca.crt'}",
+        f"--kubelet-client-certificate={pk / 'apiserver-client.crt'}",
+        f"--kubelet-client-key={pk / 'apiserver-client.key'}",
+        f"--service-account-key-file={pk / 'sa.pub'}",
+        f"--service-account-signing-key-file={pk / 'sa.key'}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--authorization-mode=Node,RBAC",
+        "--allow-privileged=true",
+        "--enable-admission-plugins=NodeRestriction",
+        "--endpoint-reconciler-type=none",
+        "--profiling=false",
+        "--v=1",
+    ])
+    _wait("kube-apiserver", api_ready, 90)
+    _start("kube-controller-manager", [
+        b("kube-controller-manager"),
+        f"--kubeconfig={P.component_kubeconfig('kube-controller-manager')}",
+        f"--authentication-kubeconfig={P.component_kubeconfig('kube-controller-manager')}",
+        f"--authorization-kubeconfig={P.component_kubeconfig('kube-controller-manager')}",
+        "--bind-address=127.0.0.1", f"--secure-port={KCM_PORT}",
+        "--leader-elect=false", "--use-service-account-credentials=true",
+        f"--service-account-private-key-file={pk / 'sa.key'}", f"--root-ca-file={pk / 'ca.crt'}",
+        f"--cluster-signing-cert-file={pk / 'ca.crt'}", f"--cluster-signing-key-file={pk / 'ca.key'}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--controllers=*,-nodeipam",
+        "--horizontal-pod-autoscaler-sync-period=5s",
+        "--v=1",
+    ])
+    _start("kube-scheduler", [
+        b("kube-scheduler"),
+        f"--kubeconfig={P.component_kubeconfig('kube-scheduler')}",
+        f"--authentication-kubeconfig={P.component_kubeconfig('kube-scheduler')}",
+        f"--authorization-kubeconfig={P.component_kubeconfig('kube-scheduler')}",
+        "--bind-address=127.0.0.1", f"--secure-port={SCHED_PORT}", "--leader-elect=false", "--v=1",
+    ])
+    _start("kwok", [
+        b("kwok"),
+        f"--kubeconfig={P.component_kubeconfig('kwok')}",
+        f"--config={kwok_stages_config(STATE / 'kwok-stages.yaml')}",
+        "--manage-all-nodes=false",
+        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        "--cidr=10.244.0.1/16", "--node-ip=10.0.0.1",
+        f"--server-address=127.0.0.1:{KWOK_PORT}",
+        "--node-lease-duration-seconds=40",
+    ])
+
+
+def kubectl(bin_dir: pathlib.Path, *args: str, input: str | None = None) -> str:
+    res = subprocess.run(
+        [str(bin_dir / "kubectl"), f"--kubeconfig={P.kubeconfig}", *args],
+        input=input, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    if res.returncode != 0:
+        raise RuntimeError(f"kubectl {' '.join(args)}: {res.stderr.strip()}")
+    return res.stdout
+
+
+def apply_fleet(bin_dir: pathlib.Path) -> None:
+    objs = fleet.default_fleet() + fleet.storage()
+    path = STATE / "fleet.yaml"
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    # Wait for the default service account machinery and RBAC bootstrap before applying.
+    _wait("default namespace", lambda: "default" in kubectl(bin_dir, "get", "ns", "-o", "name"), 60)
+    kubectl(bin_dir, "apply", "--server-side", "--force-conflicts", "--field-manager=fleet", "-f", str(path))
+    # Released model volumes (their orders were deleted) become available again.
+    pvs = json.loads(kubectl(bin_dir, "get", "pv", "-l", "inference.local/pool=models", "-o", "json"))
+    for pv in pvs["items"]:
+        if pv.get("status", {}).get("phase") == "Released":
+            kubectl(bin_dir, "patch", "pv", pv["metadata"]["name"], "--type=json",
+                    "-p", '[{"op":"remove","path":"/spec/claimRef"}]')
+    node_names = [o["metadata"]["name"] for o in objs if o["kind"] == "Node"]
+
+    def nodes_ready() -> bool:
+        out = json.loads(kubectl(bin_dir, "get", "nodes", "-o", "json"))
+        ready = {
+            n["metadata"]["name"]
+            for n in out["items"]
+            if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))
+        }
+        return all(n in ready for n in node_names)
+
+    _wait("KWOK nodes", nodes_ready, 60)
+
+
+def up() -> None:
+    t0 = time.monotonic()
+    bin_dir = build()
+    STATE.mkdir(parents=True, exist_ok=True)
+    if all(_pid(c) for c in COMPONENTS) and api_ready():
+        log("control plane already running")
+    else:
+        start(bin_dir)
+    apply_fleet(bin_dir)
+    log(f"ready in {time.monotonic() - t0:.1f}s: export KUBECONFIG={P.kubeconfig}; kubectl at {bin_dir / 'kubectl'}")
+
+
+def down() -> None:
+    for name in reversed(COMPONENTS):
+        pid = _pid(name)
+        if pid is None:
+            (P.pids / name).unlink(missing_ok=True)
+            continue
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and _pid(name) is not None:
+            time.sleep(0.1)
+        if _pid(name) is not None:
+            os.killpg(pid, signal.SIGKILL)
+        (P.pids / name).unlink(missing_ok=True)
+        log(f"stopped {name}")
+
+
+def status() -> int:
+    for name in COMPONENTS:
+        print(f"{name:26s} {'running pid ' + str(_pid(name)) if _pid(name) else 'stopped'}")
+    print(f"{'apiserver /readyz':26s} {'ok' if api_ready() else 'not ready'}")
+    return 0 if all(_pid(c) for c in COMPONENTS) else 1
