@@ -112,7 +112,7 @@ def _top(model: type[BaseModel], description: str, *, with_status: bool = True) 
     props = body["properties"]
     props["apiVersion"] = {"type": "string", "description": "APIVersion of this object: ai.deckhouse.io/v1alpha1."}
     props["kind"] = {"type": "string", "description": "Kind of this object."}
-    props["metadata"] = {"type": "object", "description": "Standard object metadata."}
+    props["metadata"] = {"type": "object"}  # the API server allows nothing else here
     if not with_status:
         props.pop("status", None)
     return {

@@ -83,14 +83,14 @@ class ModelSpec(ApiModel):
             "reason": "FieldValueForbidden",
         },
         {
-            "rule": f"self.src != 'HuggingFace' || self.ref.name.matches('{HF_REPO_ID_PATTERN}')",
+            "rule": f"self.src != 'HuggingFace' || self.ref.name.matches(r'{HF_REPO_ID_PATTERN}')",
             "message": "`spec.model.ref.name`: must be a Hugging Face repository id `<owner>/<repo>` when "
             "`spec.model.src` is `HuggingFace`",
             "fieldPath": ".ref.name",
             "reason": "FieldValueInvalid",
         },
         {
-            "rule": f"self.src != 'Catalog' || self.ref.name.matches('{DNS_SUBDOMAIN_PATTERN}')",
+            "rule": f"self.src != 'Catalog' || self.ref.name.matches(r'{DNS_SUBDOMAIN_PATTERN}')",
             "message": "`spec.model.ref.name`: must be a DNS subdomain name (the name of a ClusterModel or "
             "Model) when `spec.model.src` is `Catalog`",
             "fieldPath": ".ref.name",

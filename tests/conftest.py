@@ -1,0 +1,1 @@
+"""Shared pytest configuration: integration tests live under tests/integration (marker `cluster`)."""

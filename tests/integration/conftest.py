@@ -1,0 +1,133 @@
+"""Fixtures for tests against the real local control plane.
+
+- ``cluster`` (session): starts the plane once (``python -m tests.cluster up``), reused when up;
+- ``api``: a kubernetes ApiClient for the admin kubeconfig;
+- ``kubectl``: runs our built kubectl with that kubeconfig;
+- ``namespace``: a fresh namespace per test, deleted afterwards;
+- ``crds``: our CRDs (and the catalog stand-in CRDs) installed and Established;
+- ``wait_for``: poll a function until a predicate holds, failing with the last value seen.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from tests.cluster import launcher
+
+T = TypeVar("T")
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    kubeconfig: pathlib.Path
+    server: str
+    bin_dir: pathlib.Path
+    ca_file: pathlib.Path
+
+    @property
+    def kubectl_path(self) -> pathlib.Path:
+        return self.bin_dir / "kubectl"
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Cluster:
+    launcher.up()
+    return Cluster(
+        kubeconfig=launcher.P.kubeconfig,
+        server=launcher.server_url(),
+        bin_dir=launcher.build(),
+        ca_file=launcher.P.pki / "ca.crt",
+    )
+
+
+@pytest.fixture(scope="session")
+def api(cluster: Cluster) -> Iterator[k8s.ApiClient]:
+    c = k8s_config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    yield c
+    c.close()
+
+
+class Kubectl:
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def __call__(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        res = subprocess.run(
+            [str(self.cluster.kubectl_path), f"--kubeconfig={self.cluster.kubeconfig}", *args],
+            input=input, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+        )
+        if check and res.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}): {res.stderr.strip()}")
+        return res
+
+
+@pytest.fixture(scope="session")
+def kubectl(cluster: Cluster) -> Kubectl:
+    return Kubectl(cluster)
+
+
+@pytest.fixture
+def namespace(api: k8s.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    base = request.node.name.lower().replace("_", "-")
+    base = "".join(ch for ch in base if ch.isalnum() or ch == "-")[:40].strip("-")
+    name = f"t-{base}-{uuid.uuid4().hex[:5]}"
+    core = k8s.CoreV1Api(api)
+    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name, labels={"inference-test": "true"})))
+    yield name
+    core.delete_namespace(name, propagation_policy="Background")
+
+
+def wait_for(
+    fetch: Callable[[], T],
+    predicate: Callable[[T], bool],
+    *,
+    timeout: float = 30.0,
+    interval: float = 0.25,
+    message: str = "condition",
+) -> T:
+    """Poll ``fetch`` until ``predicate`` holds; fail with the last value seen."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            last = fetch()
+            error = None
+            if predicate(last):
+                return last  # type: ignore[no-any-return]
+        except Exception as e:  # noqa: BLE001 - a transient API error is a value to report
+            error = e
+        if time.monotonic() >= deadline:
+            detail = f"error: {error!r}" if error else f"last value: {last!r}"
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {message}; {detail}", pytrace=False)
+        time.sleep(interval)
+
+
+@pytest.fixture(name="wait_for")
+def wait_for_fixture() -> Callable[..., Any]:
+    return wait_for
+
+
+@pytest.fixture(scope="session")
+def crds(kubectl: Kubectl) -> None:
+    """Our CRDs and the catalog stand-in CRDs, applied and Established."""
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "deploy" / "crds" / "inferenceservices.yaml"),
+            "-f", str(ROOT / "deploy" / "crds" / "inferenceserviceclasses.yaml"),
+            "-f", str(ROOT / "deploy" / "crds" / "inferencerecipes.yaml"),
+            "-f", str(ROOT / "tests" / "manifests" / "catalog-crds.yaml"))
+    kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd",
+            "inferenceservices.ai.deckhouse.io", "inferenceserviceclasses.ai.deckhouse.io",
+            "inferencerecipes.ai.deckhouse.io", "models.ai.deckhouse.io", "clustermodels.ai.deckhouse.io")
