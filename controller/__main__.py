@@ -25,6 +25,7 @@ from controller import wiring
 from controller.health import HealthServer
 from controller.hub import HubClient
 from controller.kube import apply as kapi
+from controller.kube import errors as kerr
 from controller.kube.client import RESOURCES, load_api_client
 from controller.kube.informer import Informer
 from controller.kube.leader import LeaderElector
@@ -76,20 +77,36 @@ class InformerStore:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m controller", description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig; in-cluster when unset")
-    p.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE", "d8-inference"),
-                   help="namespace of the module settings ConfigMap and of the leader-election Lease")
-    p.add_argument("--settings-configmap", default="inference-settings", help="name of the module settings ConfigMap")
+    p = argparse.ArgumentParser(
+        prog="python -m controller", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    p.add_argument(
+        "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig; in-cluster when unset"
+    )
+    p.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", "d8-inference"),
+        help="namespace of the module settings ConfigMap and of the leader-election Lease",
+    )
+    p.add_argument(
+        "--settings-configmap", default="inference-settings", help="name of the module settings ConfigMap"
+    )
     p.add_argument("--workers", type=int, default=4, help="reconcile workers")
     p.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics (0: off)")
     p.add_argument("--health-port", type=int, default=8081, help="port of /healthz and /readyz (0: off)")
     p.add_argument("--bind-address", default="0.0.0.0", help="address the metrics and health servers bind")
-    p.add_argument("--leader-elect", dest="leader_elect", action="store_true", default=True,
-                   help="elect a leader on a Lease (default)")
+    p.add_argument(
+        "--leader-elect",
+        dest="leader_elect",
+        action="store_true",
+        default=True,
+        help="elect a leader on a Lease (default)",
+    )
     p.add_argument("--no-leader-elect", dest="leader_elect", action="store_false", help="run without a Lease")
     p.add_argument("--lease-name", default="inference-controller")
-    p.add_argument("--identity", default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}")
+    p.add_argument(
+        "--identity", default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    )
     p.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "INFO"))
     return p.parse_args(argv)
 
@@ -132,7 +149,12 @@ class Controller:
             timeout=settings.probe_timeout_seconds,
         )
         self.reconciler = Reconciler(
-            api=api, store=self.store, hub=self.hub, prober=self.prober, settings=settings, metrics=self.metrics
+            api=api,
+            store=self.store,
+            hub=self.hub,
+            prober=self.prober,
+            settings=settings,
+            metrics=self.metrics,
         )
         self.leading = threading.Event()
         self.workers: list[threading.Thread] = []
@@ -205,7 +227,7 @@ class Controller:
                 self.queue.forget(key)
                 if again is not None:
                     self.queue.add_after(key, again)
-            except kapi.Conflict:
+            except kerr.Conflict:
                 result = "conflict"
                 self.queue.add_rate_limited(key)
             except Exception:
@@ -229,7 +251,9 @@ class Controller:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     api = load_api_client(kubeconfig=args.kubeconfig)
     try:
         settings = load_settings(api, args.namespace, args.settings_configmap)

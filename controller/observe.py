@@ -38,7 +38,11 @@ def unschedulable_pods(pods: Sequence[Obj]) -> list[Unschedulable]:
         if pod.get("metadata", {}).get("deletionTimestamp"):
             continue
         for c in pod.get("status", {}).get("conditions", []) or []:
-            if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
+            if (
+                c.get("type") == "PodScheduled"
+                and c.get("status") == "False"
+                and c.get("reason") == "Unschedulable"
+            ):
                 since = parse_time(c.get("lastTransitionTime")) or 0.0
                 out.append(Unschedulable(pod["metadata"]["name"], since, c.get("message", "")))
     return sorted(out, key=lambda u: (u.since, u.pod))
@@ -50,9 +54,10 @@ def _available(deployment: Obj) -> int:
 
 def _rolled_out(deployment: Obj) -> bool:
     status = deployment.get("status", {})
-    return int(status.get("observedGeneration") or 0) >= int(deployment["metadata"].get("generation") or 0) and int(
-        status.get("updatedReplicas") or 0
-    ) >= 1
+    return (
+        int(status.get("observedGeneration") or 0) >= int(deployment["metadata"].get("generation") or 0)
+        and int(status.get("updatedReplicas") or 0) >= 1
+    )
 
 
 def workload_verdict(deployment: Obj | None, pods: Sequence[Obj]) -> Verdict:
@@ -92,7 +97,11 @@ def scaling_verdict(
     """
     if deployment is None:
         return unknown(r.RECONCILING, "The workload is being applied."), None
-    desired = int((hpa or {}).get("status", {}).get("desiredReplicas") or deployment.get("spec", {}).get("replicas") or 1)
+    desired = int(
+        (hpa or {}).get("status", {}).get("desiredReplicas")
+        or deployment.get("spec", {}).get("replicas")
+        or 1
+    )
     available = _available(deployment)
     if desired <= available:
         return true(r.SCALING_HEALTHY_OK, f"{available} of {desired} desired replica(s) available."), None
@@ -110,7 +119,9 @@ def scaling_verdict(
             None,
         )
     return (
-        true(r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s); waiting for capacity."),
+        true(
+            r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s); waiting for capacity."
+        ),
         oldest.since + grace - now,
     )
 

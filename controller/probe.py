@@ -36,14 +36,14 @@ class Prober:
     def probe(self, url: str, token: str | None) -> ProbeResult:
         parts = urlsplit(url)
         host = parts.hostname or ""
-        target = f"{parts.scheme}://{self._override}" if self._override else f"{parts.scheme}://{parts.netloc}"
+        target = (
+            f"{parts.scheme}://{self._override}" if self._override else f"{parts.scheme}://{parts.netloc}"
+        )
         headers = {"Host": parts.netloc, "Accept": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         try:
-            resp = self._client.get(
-                f"{target}/v1/models", headers=headers, extensions={"sni_hostname": host}
-            )
+            resp = self._client.get(f"{target}/v1/models", headers=headers, extensions={"sni_hostname": host})
         except httpx.HTTPError as e:
             return ProbeResult(False, f"GET {url}/v1/models failed: {type(e).__name__}: {_short(str(e))}")
         if resp.status_code != 200:

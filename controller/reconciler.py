@@ -23,24 +23,24 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from shared import names
-from shared import reasons as r
-from shared.api.inference_class import InferenceServiceClass
-from shared.api.order import Constraints, Endpoint, InferenceService, Resolved, ResolvedModel
-from shared.api.recipe import InferenceRecipe
-from shared.cel import selector_error
-from shared.conditions import Verdict, false, set_condition, true, unknown
-
 from controller import observe, render, resolve
 from controller.facts import ModelFacts
 from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from controller.kube import apply as kapi
+from controller.kube import errors as kerr
 from controller.metrics import ControllerMetrics
 from controller.planner import LaunchPlan, PlanRequest, build_inventory, plan_order
 from controller.probe import Prober
 from controller.replan import decide_plan
 from controller.settings import Settings
 from controller.status import StatusFields, build_status, status_changed, transitions
+from shared import names
+from shared import reasons as r
+from shared.api.inference_class import InferenceServiceClass
+from shared.api.order import Constraints, Endpoint, InferenceService, Resolved, ResolvedModel
+from shared.api.recipe import InferenceRecipe
+from shared.cel import selector_error
+from shared.conditions import Verdict, false, set_condition, true
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -99,7 +99,9 @@ class Reconciler:
         recipes = self._recipes()
         class_raw = self.store.get("classes", None, spec.inference_service_class_name)
         klass = InferenceServiceClass.model_validate(class_raw) if class_raw else None
-        v = resolve.class_verdict(spec.inference_service_class_name, klass, recipe_names=[x.metadata.name for x in recipes])
+        v = resolve.class_verdict(
+            spec.inference_service_class_name, klass, recipe_names=[x.metadata.name for x in recipes]
+        )
         out.verdicts[r.CLASS_RESOLVED] = v
         if not v.ok or klass is None:
             return out
@@ -138,7 +140,7 @@ class Reconciler:
         endpoint = render.endpoint_for(order, cspec, self.settings)
         token = self._ensure_token(order) if render.requires_token(cspec) else None
         self._apply_workload(order, plan, cspec, facts.revision)
-        out.fields["endpoint"] = Endpoint(url=endpoint.url, type=endpoint.type)  # type: ignore[arg-type]
+        out.fields["endpoint"] = Endpoint(url=endpoint.url, type=endpoint.type)
         if token is not None:
             out.fields["auth_secret_name"] = names.auth_secret(order.metadata.name)
         else:
@@ -163,7 +165,9 @@ class Reconciler:
 
         # 7. scaling health
         hpa = self.store.get("hpas", order.metadata.namespace, order.metadata.name)
-        sv, again = observe.scaling_verdict(deployment, hpa, pods, now=now, grace=self.settings.scale_up_grace_seconds)
+        sv, again = observe.scaling_verdict(
+            deployment, hpa, pods, now=now, grace=self.settings.scale_up_grace_seconds
+        )
         out.verdicts[r.SCALING_HEALTHY] = sv
         if again is not None:
             out.requeue = min(out.requeue or again, again)
@@ -250,7 +254,11 @@ class Reconciler:
         deployment = self.store.get("deployments", order.metadata.namespace, order.metadata.name)
         stuck_since = observe.claim_stuck_since(deployment, pods)
         stuck_class = None
-        if in_force is not None and stuck_since is not None and now - stuck_since >= self.settings.claim_grace_seconds:
+        if (
+            in_force is not None
+            and stuck_since is not None
+            and now - stuck_since >= self.settings.claim_grace_seconds
+        ):
             stuck_class = in_force.device_class
         decision = decide_plan(
             prev,
@@ -309,7 +317,7 @@ class Reconciler:
                 memory=plan.memory,
                 model_volume=plan.model_volume,
                 recipe=plan.recipe,
-                **basis,  # type: ignore[arg-type]
+                **basis,
             )
             return plan, true(r.PLANNED_OK, f"Planned: {plan.summary()}.")
         serving = self._serving(order)
@@ -351,12 +359,14 @@ class Reconciler:
         try:
             kapi.create(self.api, render.auth_secret(order, token))
             self.metrics.api_writes.labels(kind="Secret", verb="create").inc()
-        except kapi.AlreadyExists:
+        except kerr.AlreadyExists:
             again = kapi.get(self.api, "v1", "Secret", namespace=ns, name=name)
             return base64.b64decode((again or {})["data"][names.AUTH_TOKEN_KEY]).decode()
         return token
 
-    def _apply_workload(self, order: InferenceService, plan: LaunchPlan, cspec: Any, revision: str | None) -> None:
+    def _apply_workload(
+        self, order: InferenceService, plan: LaunchPlan, cspec: Any, revision: str | None
+    ) -> None:
         desired = render.workload(order, plan, cspec, self.settings, revision=revision)
         ns = order.metadata.namespace or ""
         for obj in desired:
@@ -389,7 +399,9 @@ class Reconciler:
             return None
         return self.store.get(cache, obj["metadata"].get("namespace"), obj["metadata"]["name"])
 
-    def _probe(self, order: InferenceService, url: str, token: str | None, now: float) -> tuple[Verdict, float]:
+    def _probe(
+        self, order: InferenceService, url: str, token: str | None, now: float
+    ) -> tuple[Verdict, float]:
         key = (order.metadata.namespace or "", order.metadata.name)
         state = self.probes.setdefault(key, ProbeState())
         was_ready = self._serving(order)
@@ -406,7 +418,9 @@ class Reconciler:
             else:
                 state.failures += 1
                 if not was_ready:
-                    state.result = false(r.HEALTH_CHECK_FAILED, f"The first probe has not succeeded yet: {result.detail}")
+                    state.result = false(
+                        r.HEALTH_CHECK_FAILED, f"The first probe has not succeeded yet: {result.detail}"
+                    )
                 elif state.failures >= self.settings.probe_failure_threshold:
                     state.result = false(
                         r.SERVICE_UNHEALTHY,
@@ -443,9 +457,16 @@ class Reconciler:
         self.metrics.api_writes.labels(kind="InferenceService", verb="status").inc()
         for t in transitions(order.status, new):
             try:
-                kapi.create_event(self.api, raw, type_=t.type, reason=t.reason, message=t.message,
-                                  reporting_controller=names.FIELD_MANAGER, action="Reconcile")
-            except kapi.KubeError as e:  # an Event is best effort
+                kapi.create_event(
+                    self.api,
+                    raw,
+                    type_=t.type,
+                    reason=t.reason,
+                    message=t.message,
+                    reporting_controller=names.FIELD_MANAGER,
+                    action="Reconcile",
+                )
+            except kerr.KubeError as e:  # an Event is best effort
                 log.info("event for %s/%s not recorded: %s", order.metadata.namespace, order.metadata.name, e)
 
     # ---------------------------------------------------------------- class
@@ -467,13 +488,22 @@ class Reconciler:
         )
         stamp = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         old = klass.status
-        conditions = set_condition(old.conditions, r.READY, v, generation=klass.metadata.generation, now=stamp)
-        new = old.model_copy(update={"conditions": conditions, "observed_generation": klass.metadata.generation})
+        conditions = set_condition(
+            old.conditions, r.READY, v, generation=klass.metadata.generation, now=stamp
+        )
+        new = old.model_copy(
+            update={"conditions": conditions, "observed_generation": klass.metadata.generation}
+        )
         if new.to_wire() == old.to_wire():
             return None
         kapi.patch_status(
-            self.api, "ai.deckhouse.io/v1alpha1", "InferenceServiceClass", namespace=None, name=name,
-            status=new.to_wire(), resource_version=raw["metadata"]["resourceVersion"],
+            self.api,
+            "ai.deckhouse.io/v1alpha1",
+            "InferenceServiceClass",
+            namespace=None,
+            name=name,
+            status=new.to_wire(),
+            resource_version=raw["metadata"]["resourceVersion"],
         )
         self.metrics.api_writes.labels(kind="InferenceServiceClass", verb="status").inc()
         return None

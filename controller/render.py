@@ -11,12 +11,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from controller.settings import Settings
 from shared import names
 from shared.api.base import GROUP_VERSION
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
-
-from controller.settings import Settings
 
 Obj = dict[str, Any]
 PLAN_ANNOTATION = "ai.deckhouse.io/launch-plan"
@@ -106,8 +105,11 @@ def claim_template_name(order: InferenceService, plan: PlanView) -> str:
 
 
 def claim_request(plan: PlanView) -> Obj:
-    exactly: Obj = {"deviceClassName": plan.device_class, "allocationMode": "ExactCount",
-                    "count": plan.accelerator_count}
+    exactly: Obj = {
+        "deviceClassName": plan.device_class,
+        "allocationMode": "ExactCount",
+        "count": plan.accelerator_count,
+    }
     if plan.device_selectors:
         exactly["selectors"] = [{"cel": {"expression": e}} for e in plan.device_selectors]
     if plan.capacity_requests:
@@ -120,7 +122,10 @@ def resource_claim_template(order: InferenceService, plan: PlanView) -> Obj:
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": _meta(order, claim_template_name(order, plan)),
-        "spec": {"metadata": {"labels": labels(order)}, "spec": {"devices": {"requests": [claim_request(plan)]}}},
+        "spec": {
+            "metadata": {"labels": labels(order)},
+            "spec": {"devices": {"requests": [claim_request(plan)]}},
+        },
     }
 
 
@@ -211,7 +216,9 @@ def deployment(
     pod_spec: Obj = {
         "initContainers": [_fetcher(order, plan, settings, revision)],
         "containers": [runtime],
-        "resourceClaims": [{"name": names.CLAIM_NAME, "resourceClaimTemplateName": claim_template_name(order, plan)}],
+        "resourceClaims": [
+            {"name": names.CLAIM_NAME, "resourceClaimTemplateName": claim_template_name(order, plan)}
+        ],
         "volumes": [
             {"name": "model", "persistentVolumeClaim": {"claimName": names.model_volume(name)}},
             {"name": "tls", "secret": {"secretName": names.tls_secret(name)}},
@@ -268,7 +275,10 @@ def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec) -> Obj:
             "minReplicas": lo,
             "maxReplicas": hi,
             "metrics": [
-                {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+                }
             ],
         },
     }
@@ -286,8 +296,11 @@ def certificate(order: InferenceService, endpoint: Endpoint, settings: Settings)
         "spec": {
             "secretName": names.tls_secret(name),
             "dnsNames": dns,
-            "issuerRef": {"name": settings.endpoint_issuer, "kind": settings.endpoint_issuer_kind,
-                          "group": "cert-manager.io"},
+            "issuerRef": {
+                "name": settings.endpoint_issuer,
+                "kind": settings.endpoint_issuer_kind,
+                "group": "cert-manager.io",
+            },
             "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
         },
     }

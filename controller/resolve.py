@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from controller.facts import ModelFacts
 from shared import reasons as r
 from shared.api.enums import EndpointType
 from shared.api.inference_class import InferenceServiceClass, InferenceServiceClassSpec
 from shared.api.order import ModelSpec
 from shared.conditions import Verdict, false, true
 from shared.quantity import QuantityError, parse_parameter_count
-
-from controller.facts import ModelFacts
 
 
 def _missing_recipes(spec: InferenceServiceClassSpec, recipe_names: Collection[str]) -> list[str]:
@@ -99,9 +98,7 @@ def source_verdict(model: ModelSpec, spec: InferenceServiceClassSpec) -> Verdict
     return None
 
 
-def pick_endpoint_type(
-    allowed: list[EndpointType], offered: Collection[EndpointType]
-) -> EndpointType | None:
+def pick_endpoint_type(allowed: list[EndpointType], offered: Collection[EndpointType]) -> EndpointType | None:
     """The first contract in the class's order that the model offers."""
     for t in allowed:
         if t in offered:
@@ -137,7 +134,9 @@ def policy_verdict(facts: ModelFacts, spec: InferenceServiceClassSpec) -> tuple[
             lo = parse_parameter_count(bounds.min) if bounds.min is not None else None
             hi = parse_parameter_count(bounds.max) if bounds.max is not None else None
         except QuantityError as e:
-            return false(r.PARAMETER_COUNT_NOT_ALLOWED, f"The class's parameterCount bounds are invalid: {e}."), None
+            return false(
+                r.PARAMETER_COUNT_NOT_ALLOWED, f"The class's parameterCount bounds are invalid: {e}."
+            ), None
         n = facts.parameter_count
         if (lo is not None and n < lo) or (hi is not None and n > hi):
             return (
@@ -165,9 +164,7 @@ def _range(lo: int | None, hi: int | None) -> str:
     return f"at most {_human(hi or 0)}"
 
 
-def catalog_facts(
-    name: str, kind: str, model: dict[str, object] | None
-) -> tuple[Verdict, ModelFacts | None]:
+def catalog_facts(name: str, kind: str, model: dict[str, object] | None) -> tuple[Verdict, ModelFacts | None]:
     """ModelResolved for a catalog model read from the cluster (``model`` is the raw object or None)."""
     from shared.api.catalog import CatalogModel  # local: keeps the import graph of the pure core small
 
@@ -177,7 +174,9 @@ def catalog_facts(
     status = parsed.status
     if status.phase != "Ready" or status.resolved is None:
         return (
-            false(r.MODEL_NOT_READY, f"{kind} `{name}` is not ready yet (phase {status.phase or 'unknown'})."),
+            false(
+                r.MODEL_NOT_READY, f"{kind} `{name}` is not ready yet (phase {status.phase or 'unknown'})."
+            ),
             None,
         )
     res = status.resolved

@@ -91,7 +91,9 @@ def parse_settings(data: Mapping[str, str] | None, env: Mapping[str, str]) -> Se
             else:
                 values[field] = raw.strip()
         except (KeyError, ValueError) as e:
-            raise SettingsError(f"module setting `{key}`: {raw!r} is not a valid {annotation.__name__}") from e
+            raise SettingsError(
+                f"module setting `{key}`: {raw!r} is not a valid {getattr(annotation, '__name__', annotation)}"
+            ) from e
     settings = Settings.model_validate(values)
     if settings.probe_failure_threshold < 1:
         raise SettingsError("module setting `probeFailureThreshold`: must be at least 1")

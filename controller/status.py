@@ -21,7 +21,6 @@ from shared.api.order import (
 from shared.conditions import Verdict, chain_conditions, derive_phase, find, set_condition
 
 
-
 @dataclass(frozen=True, slots=True)
 class StatusFields:
     """Status fields besides conditions; ``None`` leaves the previous value in place."""
@@ -85,5 +84,7 @@ def transitions(old: InferenceServiceStatus, new: InferenceServiceStatus) -> lis
         out.append(Transition(kind, c.reason, f"{c.type}={c.status}: {c.message}".strip()))
     if old.phase != new.phase and new.phase is not None:
         kind = "Warning" if new.phase in ("Failed", "Degraded") else "Normal"
-        out.append(Transition(kind, f"Phase{new.phase}", f"Phase changed from {old.phase or 'none'} to {new.phase}."))
+        out.append(
+            Transition(kind, f"Phase{new.phase}", f"Phase changed from {old.phase or 'none'} to {new.phase}.")
+        )
     return out

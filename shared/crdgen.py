@@ -24,10 +24,26 @@ from shared.api.recipe import InferenceRecipe
 JSON = dict[str, Any]
 
 _KEEP = {
-    "type", "description", "properties", "required", "items", "enum", "pattern", "minLength", "maxLength",
-    "minimum", "maximum", "minItems", "maxItems", "additionalProperties", "format",
-    "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-int-or-string",
-    "x-kubernetes-validations", "x-kubernetes-preserve-unknown-fields",
+    "type",
+    "description",
+    "properties",
+    "required",
+    "items",
+    "enum",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "additionalProperties",
+    "format",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-int-or-string",
+    "x-kubernetes-validations",
+    "x-kubernetes-preserve-unknown-fields",
 }
 
 
@@ -57,10 +73,10 @@ def _convert(node: JSON, defs: JSON, rules: dict[str, list[dict[str, str]]]) -> 
         for k in ("description",):
             if k in node:
                 target[k] = node[k]
-        out = _convert(target, defs, rules)
+        inlined = _convert(target, defs, rules)
         if name in rules:
-            out["x-kubernetes-validations"] = rules[name]
-        return out
+            inlined["x-kubernetes-validations"] = rules[name]
+        return inlined
     if "anyOf" in node:
         options = [o for o in node["anyOf"] if o.get("type") != "null"]
         types = sorted(o.get("type", "") for o in options)
@@ -85,9 +101,7 @@ def _convert(node: JSON, defs: JSON, rules: dict[str, list[dict[str, str]]]) -> 
             continue
         if key == "properties":
             out[key] = {k: _convert(v, defs, rules) for k, v in value.items()}
-        elif key == "items":
-            out[key] = _convert(value, defs, rules)
-        elif key == "additionalProperties" and isinstance(value, dict):
+        elif key == "items" or (key == "additionalProperties" and isinstance(value, dict)):
             out[key] = _convert(value, defs, rules)
         else:
             out[key] = value
@@ -110,7 +124,10 @@ def schema_of(model: type[BaseModel]) -> JSON:
 def _top(model: type[BaseModel], description: str, *, with_status: bool = True) -> JSON:
     body = schema_of(model)
     props = body["properties"]
-    props["apiVersion"] = {"type": "string", "description": "APIVersion of this object: ai.deckhouse.io/v1alpha1."}
+    props["apiVersion"] = {
+        "type": "string",
+        "description": "APIVersion of this object: ai.deckhouse.io/v1alpha1.",
+    }
     props["kind"] = {"type": "string", "description": "Kind of this object."}
     props["metadata"] = {"type": "object"}  # the API server allows nothing else here
     if not with_status:
@@ -258,10 +275,26 @@ def catalog_crds() -> list[JSON]:
     }
     cols = [_col("Phase", ".status.phase"), AGE]
     return [
-        _crd(kind="Model", plural="models", singular="model", scope="Namespaced", short_names=[],
-             schema=schema, columns=cols, categories=["ai"]),
-        _crd(kind="ClusterModel", plural="clustermodels", singular="clustermodel", scope="Cluster",
-             short_names=[], schema=schema, columns=cols, categories=["ai"]),
+        _crd(
+            kind="Model",
+            plural="models",
+            singular="model",
+            scope="Namespaced",
+            short_names=[],
+            schema=schema,
+            columns=cols,
+            categories=["ai"],
+        ),
+        _crd(
+            kind="ClusterModel",
+            plural="clustermodels",
+            singular="clustermodel",
+            scope="Cluster",
+            short_names=[],
+            schema=schema,
+            columns=cols,
+            categories=["ai"],
+        ),
     ]
 
 

@@ -42,6 +42,7 @@ def short_hash(text: str, n: int = 8) -> str:
     """A stable short digest, for names that must change when their content does."""
     return hashlib.sha256(text.encode()).hexdigest()[:n]
 
+
 # The runtime container's contract, shared by the planner's launch plan and the renderer.
 RUNTIME_PORT = 8443
 TLS_MOUNT_PATH = "/etc/inference/tls"

@@ -31,8 +31,12 @@ class CatalogResolved(ApiModel):
 class CatalogSource(ApiModel):
     """Where the weights are."""
 
-    uri: str | None = Field(default=None, description="Location of the weights, for example hf://org/repo or s3://.")
-    revision: str | None = Field(default=None, description="Revision of the weights, when the source has one.")
+    uri: str | None = Field(
+        default=None, description="Location of the weights, for example hf://org/repo or s3://."
+    )
+    revision: str | None = Field(
+        default=None, description="Revision of the weights, when the source has one."
+    )
 
 
 class CatalogModelStatus(ApiModel):

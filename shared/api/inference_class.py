@@ -82,7 +82,9 @@ class Scaling(ApiModel):
     """Replica bounds and priority of orders of this class."""
 
     min_replicas: int | None = Field(default=None, description="Fewest replicas. Defaults to 1.", ge=1)
-    max_replicas: int | None = Field(default=None, description="Most replicas. Defaults to minReplicas.", ge=1)
+    max_replicas: int | None = Field(
+        default=None, description="Most replicas. Defaults to minReplicas.", ge=1
+    )
     priority_class_name: str | None = Field(default=None, description="PriorityClass of the order's pods.")
 
 

@@ -137,13 +137,17 @@ class ResolvedModel(ApiModel):
         default=None,
         description="The inference API contract the platform picked: Chat, Embeddings or Rerank.",
     )
-    architecture: str | None = Field(default=None, description="Model architecture, for example Qwen2ForCausalLM.")
+    architecture: str | None = Field(
+        default=None, description="Model architecture, for example Qwen2ForCausalLM."
+    )
     format: ModelFormat | None = Field(default=None, description="Weights format: Safetensors or GGUF.")
     quantization: str | None = Field(
         default=None, description="Quantization of the weights, for example `awq-4bit`, `fp8`, or `none`."
     )
     parameter_count: int | None = Field(default=None, description="Exact number of parameters.")
-    context_length: int | None = Field(default=None, description="Maximum context length of the model, in tokens.")
+    context_length: int | None = Field(
+        default=None, description="Maximum context length of the model, in tokens."
+    )
     revision: str | None = Field(default=None, description="The resolved commit of the model repository.")
 
 
@@ -172,9 +176,13 @@ class Resolved(ApiModel):
     sharing_mode: SharingMode | None = Field(default=None, description="Exclusive, MIG, TimeSlicing or MPS.")
     share_percent: int | None = Field(default=None, description="Share of the device the order holds, 1-100.")
     cpu: str | None = Field(default=None, description="CPU request per replica, as a Kubernetes quantity.")
-    memory: str | None = Field(default=None, description="Memory request per replica, as a Kubernetes quantity.")
+    memory: str | None = Field(
+        default=None, description="Memory request per replica, as a Kubernetes quantity."
+    )
     model_volume: str | None = Field(default=None, description="Size of the model volume, as a quantity.")
-    recipe: str | None = Field(default=None, description="The InferenceRecipe the launch plan was compiled from.")
+    recipe: str | None = Field(
+        default=None, description="The InferenceRecipe the launch plan was compiled from."
+    )
     order_generation: int | None = Field(
         default=None, description="The order generation the plan was last computed for."
     )
@@ -213,7 +221,9 @@ class InferenceServiceStatus(ApiModel):
         default=None,
         description="Name of the Secret holding the Bearer token (key `token`), when the class requires one.",
     )
-    model: ResolvedModel | None = Field(default=None, description="What the platform learned about the model.")
+    model: ResolvedModel | None = Field(
+        default=None, description="What the platform learned about the model."
+    )
     constraints: Constraints | None = Field(
         default=None, description="The effective replica bounds and priority class the class imposes."
     )

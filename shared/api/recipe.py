@@ -31,11 +31,13 @@ class InferenceRecipeSpec(ApiModel):
     runtime: Runtime = Field(description="The runtime adapter: vLLM.")
     image: str = Field(description="Container image of the runtime.", min_length=1)
     endpoint_types: list[EndpointType] = Field(
-        description="API contracts the runtime serves.", min_length=1,
+        description="API contracts the runtime serves.",
+        min_length=1,
         json_schema_extra={"x-kubernetes-list-type": "set"},
     )
     formats: list[ModelFormat] = Field(
-        description="Weight formats the runtime loads.", min_length=1,
+        description="Weight formats the runtime loads.",
+        min_length=1,
         json_schema_extra={"x-kubernetes-list-type": "set"},
     )
     architectures: list[str] | None = Field(

@@ -6,6 +6,7 @@ idempotent: a healthy running plane is reused as it is, so a warm ``up`` takes a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -88,7 +89,10 @@ def _kubeconfig(path: pathlib.Path, user: str) -> None:
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
-            {"name": "local", "cluster": {"server": server_url(), "certificate-authority": str(P.pki / "ca.crt")}}
+            {
+                "name": "local",
+                "cluster": {"server": server_url(), "certificate-authority": str(P.pki / "ca.crt")},
+            }
         ],
         "users": [
             {
@@ -110,9 +114,18 @@ def make_pki() -> None:
     P.pki.mkdir(parents=True, exist_ok=True)
     ca = pki.make_ca(P.pki, "ca", "inference-local-ca")
     pki.issue(
-        P.pki, "apiserver", ca, cn="kube-apiserver", server=True,
-        dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-             "kubernetes.default.svc.cluster.local"),
+        P.pki,
+        "apiserver",
+        ca,
+        cn="kube-apiserver",
+        server=True,
+        dns=(
+            "localhost",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+        ),
         ips=("127.0.0.1", "10.96.0.1"),
     )
     pki.issue(P.pki, "admin", ca, cn="kubernetes-admin", org="system:masters", client=True)
@@ -144,8 +157,14 @@ def _start(name: str, argv: list[str]) -> None:
     P.logs.mkdir(parents=True, exist_ok=True)
     P.pids.mkdir(parents=True, exist_ok=True)
     out = (P.logs / f"{name}.log").open("ab")
-    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, cwd=STATE)
+    proc = subprocess.Popen(
+        argv,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=STATE,
+    )
     (P.pids / name).write_text(str(proc.pid))
     log(f"started {name} (pid {proc.pid}), log {P.logs / (name + '.log')}")
 
@@ -185,7 +204,9 @@ def kwok_stages_config(path: pathlib.Path) -> pathlib.Path:
     """kwok's default 'fast' stages, taken from the pinned kwok module (node init and heartbeat,
     pod ready/complete/delete, init containers included) and written as one config file."""
     version = versions()["KWOK_VERSION"]
-    modcache = subprocess.run(["go", "env", "GOMODCACHE"], check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+    modcache = subprocess.run(
+        ["go", "env", "GOMODCACHE"], check=True, stdout=subprocess.PIPE, text=True
+    ).stdout.strip()
     stage = pathlib.Path(modcache) / f"sigs.k8s.io/kwok@{version}" / "kustomize" / "stage"
     if not stage.exists():
         subprocess.run(["go", "mod", "download", f"sigs.k8s.io/kwok@{version}"], check=True, cwd="/tmp")
@@ -203,75 +224,119 @@ def kwok_stages_config(path: pathlib.Path) -> pathlib.Path:
 def start(bin_dir: pathlib.Path) -> None:
     make_pki()
     pk = P.pki
-    b = lambda n: str(bin_dir / n)  # noqa: E731
-    _start("etcd", [
-        b("etcd"), "--name", "local", "--data-dir", str(STATE / "etcd"),
-        "--listen-client-urls", f"http://127.0.0.1:{ETCD_PORT}",
-        "--advertise-client-urls", f"http://127.0.0.1:{ETCD_PORT}",
-        "--listen-peer-urls", f"http://127.0.0.1:{ETCD_PORT + 10}",
-        "--initial-advertise-peer-urls", f"http://127.0.0.1:{ETCD_PORT + 10}",
-        "--initial-cluster", f"local=http://127.0.0.1:{ETCD_PORT + 10}",
-        "--quota-backend-bytes", str(4 * 2**30), "--log-level", "warn",
-        "--auto-compaction-retention", "5m",
-    ])
+
+    def b(n: str) -> str:
+        return str(bin_dir / n)
+
+    _start(
+        "etcd",
+        [
+            b("etcd"),
+            "--name",
+            "local",
+            "--data-dir",
+            str(STATE / "etcd"),
+            "--listen-client-urls",
+            f"http://127.0.0.1:{ETCD_PORT}",
+            "--advertise-client-urls",
+            f"http://127.0.0.1:{ETCD_PORT}",
+            "--listen-peer-urls",
+            f"http://127.0.0.1:{ETCD_PORT + 10}",
+            "--initial-advertise-peer-urls",
+            f"http://127.0.0.1:{ETCD_PORT + 10}",
+            "--initial-cluster",
+            f"local=http://127.0.0.1:{ETCD_PORT + 10}",
+            "--quota-backend-bytes",
+            str(4 * 2**30),
+            "--log-level",
+            "warn",
+            "--auto-compaction-retention",
+            "5m",
+        ],
+    )
     _wait("etcd", _etcd_ready, 30)
-    _start("kube-apiserver", [
-        b("kube-apiserver"),
-        f"--etcd-servers=http://127.0.0.1:{ETCD_PORT}",
-        "--bind-address=127.0.0.1", f"--secure-port={API_PORT}", "--advertise-address=127.0.0.1",
-        f"--tls-cert-file={pk / 'apiserver.crt'}", f"--tls-private-key-file={pk / 'apiserver.key'}",
-        f"--client-ca-file={pk / 'ca.crt'}",
-        f"--kubelet-client-certificate={pk / 'apiserver-client.crt'}",
-        f"--kubelet-client-key={pk / 'apiserver-client.key'}",
-        f"--service-account-key-file={pk / 'sa.pub'}",
-        f"--service-account-signing-key-file={pk / 'sa.key'}",
-        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        f"--service-cluster-ip-range={SERVICE_CIDR}",
-        "--authorization-mode=Node,RBAC",
-        "--allow-privileged=true",
-        "--enable-admission-plugins=NodeRestriction",
-        "--endpoint-reconciler-type=none",
-        "--profiling=false",
-        "--v=1",
-    ])
+    _start(
+        "kube-apiserver",
+        [
+            b("kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{ETCD_PORT}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={API_PORT}",
+            "--advertise-address=127.0.0.1",
+            f"--tls-cert-file={pk / 'apiserver.crt'}",
+            f"--tls-private-key-file={pk / 'apiserver.key'}",
+            f"--client-ca-file={pk / 'ca.crt'}",
+            f"--kubelet-client-certificate={pk / 'apiserver-client.crt'}",
+            f"--kubelet-client-key={pk / 'apiserver-client.key'}",
+            f"--service-account-key-file={pk / 'sa.pub'}",
+            f"--service-account-signing-key-file={pk / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--authorization-mode=Node,RBAC",
+            "--allow-privileged=true",
+            "--enable-admission-plugins=NodeRestriction",
+            "--endpoint-reconciler-type=none",
+            "--profiling=false",
+            "--v=1",
+        ],
+    )
     _wait("kube-apiserver", api_ready, 90)
-    _start("kube-controller-manager", [
-        b("kube-controller-manager"),
-        f"--kubeconfig={P.component_kubeconfig('kube-controller-manager')}",
-        f"--authentication-kubeconfig={P.component_kubeconfig('kube-controller-manager')}",
-        f"--authorization-kubeconfig={P.component_kubeconfig('kube-controller-manager')}",
-        "--bind-address=127.0.0.1", f"--secure-port={KCM_PORT}",
-        "--leader-elect=false", "--use-service-account-credentials=true",
-        f"--service-account-private-key-file={pk / 'sa.key'}", f"--root-ca-file={pk / 'ca.crt'}",
-        f"--cluster-signing-cert-file={pk / 'ca.crt'}", f"--cluster-signing-key-file={pk / 'ca.key'}",
-        f"--service-cluster-ip-range={SERVICE_CIDR}",
-        "--controllers=*,-nodeipam",
-        "--horizontal-pod-autoscaler-sync-period=5s",
-        "--v=1",
-    ])
-    _start("kube-scheduler", [
-        b("kube-scheduler"),
-        f"--kubeconfig={P.component_kubeconfig('kube-scheduler')}",
-        f"--authentication-kubeconfig={P.component_kubeconfig('kube-scheduler')}",
-        f"--authorization-kubeconfig={P.component_kubeconfig('kube-scheduler')}",
-        "--bind-address=127.0.0.1", f"--secure-port={SCHED_PORT}", "--leader-elect=false", "--v=1",
-    ])
-    _start("kwok", [
-        b("kwok"),
-        f"--kubeconfig={P.component_kubeconfig('kwok')}",
-        f"--config={kwok_stages_config(STATE / 'kwok-stages.yaml')}",
-        "--manage-all-nodes=false",
-        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-        "--cidr=10.244.0.1/16", "--node-ip=10.0.0.1",
-        f"--server-address=127.0.0.1:{KWOK_PORT}",
-        "--node-lease-duration-seconds=40",
-    ])
+    _start(
+        "kube-controller-manager",
+        [
+            b("kube-controller-manager"),
+            f"--kubeconfig={P.component_kubeconfig('kube-controller-manager')}",
+            f"--authentication-kubeconfig={P.component_kubeconfig('kube-controller-manager')}",
+            f"--authorization-kubeconfig={P.component_kubeconfig('kube-controller-manager')}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={KCM_PORT}",
+            "--leader-elect=false",
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={pk / 'sa.key'}",
+            f"--root-ca-file={pk / 'ca.crt'}",
+            f"--cluster-signing-cert-file={pk / 'ca.crt'}",
+            f"--cluster-signing-key-file={pk / 'ca.key'}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--controllers=*,-nodeipam",
+            "--horizontal-pod-autoscaler-sync-period=5s",
+            "--v=1",
+        ],
+    )
+    _start(
+        "kube-scheduler",
+        [
+            b("kube-scheduler"),
+            f"--kubeconfig={P.component_kubeconfig('kube-scheduler')}",
+            f"--authentication-kubeconfig={P.component_kubeconfig('kube-scheduler')}",
+            f"--authorization-kubeconfig={P.component_kubeconfig('kube-scheduler')}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={SCHED_PORT}",
+            "--leader-elect=false",
+            "--v=1",
+        ],
+    )
+    _start(
+        "kwok",
+        [
+            b("kwok"),
+            f"--kubeconfig={P.component_kubeconfig('kwok')}",
+            f"--config={kwok_stages_config(STATE / 'kwok-stages.yaml')}",
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            "--cidr=10.244.0.1/16",
+            "--node-ip=10.0.0.1",
+            f"--server-address=127.0.0.1:{KWOK_PORT}",
+            "--node-lease-duration-seconds=40",
+        ],
+    )
 
 
 def kubectl(bin_dir: pathlib.Path, *args: str, input: str | None = None) -> str:
     res = subprocess.run(
         [str(bin_dir / "kubectl"), f"--kubeconfig={P.kubeconfig}", *args],
-        input=input, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        input=input,
+        text=True,
+        capture_output=True,
     )
     if res.returncode != 0:
         raise RuntimeError(f"kubectl {' '.join(args)}: {res.stderr.strip()}")
@@ -289,8 +354,15 @@ def apply_fleet(bin_dir: pathlib.Path) -> None:
     pvs = json.loads(kubectl(bin_dir, "get", "pv", "-l", "inference.local/pool=models", "-o", "json"))
     for pv in pvs["items"]:
         if pv.get("status", {}).get("phase") == "Released":
-            kubectl(bin_dir, "patch", "pv", pv["metadata"]["name"], "--type=json",
-                    "-p", '[{"op":"remove","path":"/spec/claimRef"}]')
+            kubectl(
+                bin_dir,
+                "patch",
+                "pv",
+                pv["metadata"]["name"],
+                "--type=json",
+                "-p",
+                '[{"op":"remove","path":"/spec/claimRef"}]',
+            )
     node_names = [o["metadata"]["name"] for o in objs if o["kind"] == "Node"]
 
     def nodes_ready() -> bool:
@@ -298,7 +370,10 @@ def apply_fleet(bin_dir: pathlib.Path) -> None:
         ready = {
             n["metadata"]["name"]
             for n in out["items"]
-            if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))
+            if any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in n.get("status", {}).get("conditions", [])
+            )
         }
         return all(n in ready for n in node_names)
 
@@ -314,7 +389,9 @@ def up() -> None:
     else:
         start(bin_dir)
     apply_fleet(bin_dir)
-    log(f"ready in {time.monotonic() - t0:.1f}s: export KUBECONFIG={P.kubeconfig}; kubectl at {bin_dir / 'kubectl'}")
+    log(
+        f"ready in {time.monotonic() - t0:.1f}s: export KUBECONFIG={P.kubeconfig}; kubectl at {bin_dir / 'kubectl'}"
+    )
 
 
 def down() -> None:
@@ -323,10 +400,8 @@ def down() -> None:
         if pid is None:
             (P.pids / name).unlink(missing_ok=True)
             continue
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and _pid(name) is not None:
             time.sleep(0.1)

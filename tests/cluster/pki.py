@@ -23,7 +23,9 @@ def _name(cn: str, org: str | None = None) -> x509.Name:
 
 def _write_key(path: pathlib.Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
     path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
     )
     path.chmod(0o600)
 
@@ -109,6 +111,8 @@ def service_account_keys(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         _write_key(priv, key)
         pub.write_bytes(
-            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
         )
     return priv, pub

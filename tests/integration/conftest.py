@@ -53,9 +53,9 @@ def cluster() -> Cluster:
 
 @pytest.fixture(scope="session")
 def api(cluster: Cluster) -> Iterator[k8s.ApiClient]:
-    c = k8s_config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    c: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(cluster.kubeconfig))  # type: ignore[no-untyped-call]
     yield c
-    c.close()
+    c.close()  # type: ignore[no-untyped-call]
 
 
 class Kubectl:
@@ -67,7 +67,10 @@ class Kubectl:
     ) -> subprocess.CompletedProcess[str]:
         res = subprocess.run(
             [str(self.cluster.kubectl_path), f"--kubeconfig={self.cluster.kubeconfig}", *args],
-            input=input, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+            input=input,
+            text=True,
+            capture_output=True,
+            timeout=timeout,
         )
         if check and res.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}): {res.stderr.strip()}")
@@ -85,7 +88,9 @@ def namespace(api: k8s.ApiClient, request: pytest.FixtureRequest) -> Iterator[st
     base = "".join(ch for ch in base if ch.isalnum() or ch == "-")[:40].strip("-")
     name = f"t-{base}-{uuid.uuid4().hex[:5]}"
     core = k8s.CoreV1Api(api)
-    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name, labels={"inference-test": "true"})))
+    core.create_namespace(
+        k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name, labels={"inference-test": "true"}))
+    )
     yield name
     core.delete_namespace(name, propagation_policy="Background")
 
@@ -108,7 +113,7 @@ def wait_for(
             error = None
             if predicate(last):
                 return last  # type: ignore[no-any-return]
-        except Exception as e:  # noqa: BLE001 - a transient API error is a value to report
+        except Exception as e:
             error = e
         if time.monotonic() >= deadline:
             detail = f"error: {error!r}" if error else f"last value: {last!r}"
@@ -124,10 +129,27 @@ def wait_for_fixture() -> Callable[..., Any]:
 @pytest.fixture(scope="session")
 def crds(kubectl: Kubectl) -> None:
     """Our CRDs and the catalog stand-in CRDs, applied and Established."""
-    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "deploy" / "crds" / "inferenceservices.yaml"),
-            "-f", str(ROOT / "deploy" / "crds" / "inferenceserviceclasses.yaml"),
-            "-f", str(ROOT / "deploy" / "crds" / "inferencerecipes.yaml"),
-            "-f", str(ROOT / "tests" / "manifests" / "catalog-crds.yaml"))
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd",
-            "inferenceservices.ai.deckhouse.io", "inferenceserviceclasses.ai.deckhouse.io",
-            "inferencerecipes.ai.deckhouse.io", "models.ai.deckhouse.io", "clustermodels.ai.deckhouse.io")
+    kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        str(ROOT / "deploy" / "crds" / "inferenceservices.yaml"),
+        "-f",
+        str(ROOT / "deploy" / "crds" / "inferenceserviceclasses.yaml"),
+        "-f",
+        str(ROOT / "deploy" / "crds" / "inferencerecipes.yaml"),
+        "-f",
+        str(ROOT / "tests" / "manifests" / "catalog-crds.yaml"),
+    )
+    kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd",
+        "inferenceservices.ai.deckhouse.io",
+        "inferenceserviceclasses.ai.deckhouse.io",
+        "inferencerecipes.ai.deckhouse.io",
+        "models.ai.deckhouse.io",
+        "clustermodels.ai.deckhouse.io",
+    )

@@ -54,7 +54,10 @@ def test_set_condition_keeps_one_condition_per_type_in_chain_order() -> None:
 
 def test_an_order_with_a_bad_class_does_not_also_report_a_model_error() -> None:
     chain = chain_conditions(
-        {r.CLASS_RESOLVED: false(r.CLASS_NOT_FOUND, "no class"), r.MODEL_RESOLVED: false(r.MODEL_NOT_FOUND, "x")}
+        {
+            r.CLASS_RESOLVED: false(r.CLASS_NOT_FOUND, "no class"),
+            r.MODEL_RESOLVED: false(r.MODEL_NOT_FOUND, "x"),
+        }
     )
     assert chain[r.MODEL_RESOLVED].status == "Unknown"
     assert chain[r.PLANNED].status == "Unknown"
@@ -146,5 +149,7 @@ def test_ready_mirrors_an_unknown_earlier_condition_as_unknown() -> None:
     ],
     ids=lambda x: x if isinstance(x, str) else "",
 )
-def test_phase_is_derived_from_the_conditions_alone(name: str, conditions: list[Condition], phase: str) -> None:
+def test_phase_is_derived_from_the_conditions_alone(
+    name: str, conditions: list[Condition], phase: str
+) -> None:
     assert derive_phase(conditions) == phase, name

@@ -35,25 +35,78 @@ def _schema(name: str) -> dict[str, Any]:
     return schema
 
 
-ORDER_FIELDS = """spec.inferenceServiceClassName spec.model spec.model.src spec.model.ref spec.model.ref.name
-spec.model.ref.revision spec.model.ref.kind spec.model.authSecretRef spec.model.authSecretRef.name
-spec.model.authSecretRef.key status.observedGeneration status.phase status.conditions status.endpoint
-status.endpoint.url status.endpoint.type status.authSecretName status.model.endpointType status.model.architecture
-status.model.format status.model.quantization status.model.parameterCount status.model.contextLength
-status.model.revision status.constraints.minReplicas status.constraints.maxReplicas
-status.constraints.priorityClassName status.resolved.deviceClass status.resolved.acceleratorProductName
-status.resolved.acceleratorMemoryGiB status.resolved.acceleratorCount status.resolved.placementMode
-status.resolved.sharingMode status.resolved.sharePercent status.resolved.cpu status.resolved.memory
-status.resolved.modelVolume status.resolved.recipe status.resolved.replanCount""".split()
+ORDER_FIELDS = [
+    "spec.inferenceServiceClassName",
+    "spec.model",
+    "spec.model.src",
+    "spec.model.ref",
+    "spec.model.ref.name",
+    "spec.model.ref.revision",
+    "spec.model.ref.kind",
+    "spec.model.authSecretRef",
+    "spec.model.authSecretRef.name",
+    "spec.model.authSecretRef.key",
+    "status.observedGeneration",
+    "status.phase",
+    "status.conditions",
+    "status.endpoint",
+    "status.endpoint.url",
+    "status.endpoint.type",
+    "status.authSecretName",
+    "status.model.endpointType",
+    "status.model.architecture",
+    "status.model.format",
+    "status.model.quantization",
+    "status.model.parameterCount",
+    "status.model.contextLength",
+    "status.model.revision",
+    "status.constraints.minReplicas",
+    "status.constraints.maxReplicas",
+    "status.constraints.priorityClassName",
+    "status.resolved.deviceClass",
+    "status.resolved.acceleratorProductName",
+    "status.resolved.acceleratorMemoryGiB",
+    "status.resolved.acceleratorCount",
+    "status.resolved.placementMode",
+    "status.resolved.sharingMode",
+    "status.resolved.sharePercent",
+    "status.resolved.cpu",
+    "status.resolved.memory",
+    "status.resolved.modelVolume",
+    "status.resolved.recipe",
+    "status.resolved.replanCount",
+]
 
-CLASS_FIELDS = """spec.modelPolicy.allowedEndpointTypes spec.modelPolicy.allowedSources spec.modelPolicy.allowedFormats
-spec.modelPolicy.parameterCount.min spec.modelPolicy.parameterCount.max spec.placement.deviceClassNames
-spec.placement.selector spec.placement.sharingModes spec.placement.maxAcceleratorsPerReplica
-spec.scaling.minReplicas spec.scaling.maxReplicas spec.scaling.priorityClassName spec.exposure.type
-spec.exposure.authentication spec.recipes status.conditions""".split()
+CLASS_FIELDS = [
+    "spec.modelPolicy.allowedEndpointTypes",
+    "spec.modelPolicy.allowedSources",
+    "spec.modelPolicy.allowedFormats",
+    "spec.modelPolicy.parameterCount.min",
+    "spec.modelPolicy.parameterCount.max",
+    "spec.placement.deviceClassNames",
+    "spec.placement.selector",
+    "spec.placement.sharingModes",
+    "spec.placement.maxAcceleratorsPerReplica",
+    "spec.scaling.minReplicas",
+    "spec.scaling.maxReplicas",
+    "spec.scaling.priorityClassName",
+    "spec.exposure.type",
+    "spec.exposure.authentication",
+    "spec.recipes",
+    "status.conditions",
+]
 
-RECIPE_FIELDS = """spec.runtime spec.image spec.endpointTypes spec.formats spec.architectures spec.quantizations
-spec.quantizations[].method spec.quantizations[].minComputeCapability spec.extraArgs""".split()
+RECIPE_FIELDS = [
+    "spec.runtime",
+    "spec.image",
+    "spec.endpointTypes",
+    "spec.formats",
+    "spec.architectures",
+    "spec.quantizations",
+    "spec.quantizations[].method",
+    "spec.quantizations[].minComputeCapability",
+    "spec.extraArgs",
+]
 
 
 @pytest.mark.parametrize(
@@ -68,7 +121,11 @@ def test_every_api_md_field_is_in_the_crd_with_a_description(crd: str, fields: l
     paths = _paths(_schema(crd))
     missing = [f for f in fields if f not in paths]
     assert not missing, f"{crd} lacks {missing}"
-    undocumented = [p for p, s in paths.items() if not s.get("description") and p not in ("apiVersion", "kind", "metadata")]
+    undocumented = [
+        p
+        for p, s in paths.items()
+        if not s.get("description") and p not in ("apiVersion", "kind", "metadata")
+    ]
     assert not undocumented, f"{crd}: fields without a description for kubectl explain: {undocumented}"
 
 
@@ -88,5 +145,15 @@ def test_the_union_is_enforced_by_the_schema_with_plain_messages() -> None:
 
 
 def test_printer_columns_show_class_model_type_phase_reason_url_age() -> None:
-    cols = [c["name"] for c in crds()["inferenceservices.yaml"]["spec"]["versions"][0]["additionalPrinterColumns"]]
-    assert [c for c in cols if c != "Accelerator"] == ["Class", "Model", "Type", "Phase", "Reason", "URL", "Age"]
+    cols = [
+        c["name"] for c in crds()["inferenceservices.yaml"]["spec"]["versions"][0]["additionalPrinterColumns"]
+    ]
+    assert [c for c in cols if c != "Accelerator"] == [
+        "Class",
+        "Model",
+        "Type",
+        "Phase",
+        "Reason",
+        "URL",
+        "Age",
+    ]

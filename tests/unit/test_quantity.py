@@ -34,7 +34,14 @@ def test_a_malformed_quantity_is_refused(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("value", "count"),
-    [("500M", 500_000_000), ("7B", 7_000_000_000), ("1.5T", 1_500_000_000_000), ("12", 12), (42, 42), ("3K", 3000)],
+    [
+        ("500M", 500_000_000),
+        ("7B", 7_000_000_000),
+        ("1.5T", 1_500_000_000_000),
+        ("12", 12),
+        (42, 42),
+        ("3K", 3000),
+    ],
 )
 def test_a_parameter_count_parses(value: str | int, count: int) -> None:
     assert parse_parameter_count(value) == count

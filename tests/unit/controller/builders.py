@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.facts import ModelFacts
 from shared.api.inference_class import InferenceServiceClass
 from shared.api.order import InferenceService
-
-from controller.facts import ModelFacts
 
 
 def _merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -26,8 +25,13 @@ def order_dict(**changes: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "apiVersion": "ai.deckhouse.io/v1alpha1",
         "kind": "InferenceService",
-        "metadata": {"name": "support-llm", "namespace": "support", "uid": "u-1", "generation": 1,
-                     "resourceVersion": "1"},
+        "metadata": {
+            "name": "support-llm",
+            "namespace": "support",
+            "uid": "u-1",
+            "generation": 1,
+            "resourceVersion": "1",
+        },
         "spec": {
             "inferenceServiceClassName": "default-llm",
             "model": {"src": "HuggingFace", "ref": {"name": "Qwen/Qwen2.5-32B-Instruct-AWQ"}},

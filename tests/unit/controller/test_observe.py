@@ -4,19 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared import reasons as r
-
 from controller import observe
+from shared import reasons as r
 
 T = "2026-01-01T00:00:00Z"
 T_EPOCH = 1767225600.0
 
 
-def deployment(*, available: int = 0, replicas: int = 1, generation: int = 1, observed: int = 1) -> dict[str, Any]:
+def deployment(
+    *, available: int = 0, replicas: int = 1, generation: int = 1, observed: int = 1
+) -> dict[str, Any]:
     return {
         "metadata": {"name": "o", "generation": generation},
         "spec": {"replicas": replicas},
-        "status": {"availableReplicas": available, "updatedReplicas": available, "observedGeneration": observed},
+        "status": {
+            "availableReplicas": available,
+            "updatedReplicas": available,
+            "observedGeneration": observed,
+        },
     }
 
 
@@ -24,8 +29,13 @@ def pod(name: str, *, unschedulable: bool, since: str = T, claim: str | None = N
     status: dict[str, Any] = {"conditions": []}
     if unschedulable:
         status["conditions"].append(
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": since,
-             "message": "0/8 nodes are available: 8 cannot allocate all claims."}
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "lastTransitionTime": since,
+                "message": "0/8 nodes are available: 8 cannot allocate all claims.",
+            }
         )
     if claim:
         status["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": claim}]
@@ -68,7 +78,9 @@ def test_scale_up_blocked_after_the_grace_period() -> None:
 
 
 def test_scaling_is_healthy_when_the_desired_replicas_are_available() -> None:
-    v, _ = observe.scaling_verdict(deployment(available=2), {"status": {"desiredReplicas": 2}}, [], now=0, grace=1)
+    v, _ = observe.scaling_verdict(
+        deployment(available=2), {"status": {"desiredReplicas": 2}}, [], now=0, grace=1
+    )
     assert (v.status, v.reason) == ("True", r.SCALING_HEALTHY_OK)
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from shared import names
-
 from controller import render
 from controller.settings import Settings
+from shared import names
 from tests.unit.controller.builders import make_class, make_order
 
 
@@ -21,7 +20,9 @@ class Plan:
     accelerator_count: int = 1
     capacity_requests: dict[str, str] | None = None
     image: str = "vllm/vllm-openai:v0.11.0"
-    args: list[str] = field(default_factory=lambda: ["--model", "/models/model", "--api-key=$(INFERENCE_API_KEY)"])
+    args: list[str] = field(
+        default_factory=lambda: ["--model", "/models/model", "--api-key=$(INFERENCE_API_KEY)"]
+    )
     cpu: str = "4"
     memory: str = "32Gi"
     model_volume: str = "24Gi"
@@ -47,7 +48,11 @@ def test_every_object_is_named_after_the_order_and_owned_by_it() -> None:
         (ref,) = meta["ownerReferences"]
         assert (ref["uid"], ref["controller"], ref["blockOwnerDeletion"]) == ("u-1", True, True)
     assert set(by_kind(objs)) == {
-        "ResourceClaimTemplate", "PersistentVolumeClaim", "Certificate", "Service", "Deployment",
+        "ResourceClaimTemplate",
+        "PersistentVolumeClaim",
+        "Certificate",
+        "Service",
+        "Deployment",
         "HorizontalPodAutoscaler",
     }
 
@@ -72,7 +77,9 @@ def test_the_fetcher_gets_hf_token_from_the_users_secret_by_reference_only() -> 
 
 
 def test_the_runtime_gets_the_plan_args_the_priority_class_the_claim_and_the_api_key() -> None:
-    dep = by_kind(render.workload(make_order(), Plan(), make_class().spec, SETTINGS, revision=None))["Deployment"]
+    dep = by_kind(render.workload(make_order(), Plan(), make_class().spec, SETTINGS, revision=None))[
+        "Deployment"
+    ]
     pod = dep["spec"]["template"]["spec"]  # type: ignore[index]
     (runtime,) = pod["containers"]
     assert runtime["args"] == Plan().args
@@ -91,12 +98,16 @@ def test_a_class_without_auth_passes_no_api_key() -> None:
 def test_the_claim_template_requests_the_planned_devices_and_changes_name_with_them() -> None:
     order = make_order()
     one = render.resource_claim_template(order, Plan())
-    two = render.resource_claim_template(order, Plan(accelerator_count=2, capacity_requests={"memory": "12Gi"}))
+    two = render.resource_claim_template(
+        order, Plan(accelerator_count=2, capacity_requests={"memory": "12Gi"})
+    )
     exactly = two["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly["count"] == 2 and exactly["capacity"] == {"requests": {"memory": "12Gi"}}
     assert one["metadata"]["name"] != two["metadata"]["name"]
 
 
 def test_the_hpa_keeps_the_class_bounds() -> None:
-    hpa = render.autoscaler(make_order(), make_class(spec={"scaling": {"minReplicas": 2, "maxReplicas": 3}}).spec)
+    hpa = render.autoscaler(
+        make_order(), make_class(spec={"scaling": {"minReplicas": 2, "maxReplicas": 3}}).spec
+    )
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 3)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.api.order import Resolved
-
 from controller.replan import decide_plan
+from shared.api.order import Resolved
 
 BASIS = Resolved(order_generation=1, class_generation=1, replan_count=0)
 
@@ -22,17 +21,30 @@ BASIS = Resolved(order_generation=1, class_generation=1, replan_count=0)
         ("a failed first plan is retried without counting", BASIS, False, 1, 1, None, (True, False, ())),
         (
             "a claim stuck past the grace falls back to the next device class",
-            BASIS, True, 1, 1, "gpu.nvidia.com", (True, True, ("gpu.nvidia.com",)),
+            BASIS,
+            True,
+            1,
+            1,
+            "gpu.nvidia.com",
+            (True, True, ("gpu.nvidia.com",)),
         ),
         (
             "a device class already tried is not counted twice",
             Resolved(order_generation=1, class_generation=1, tried_device_classes=["gpu.nvidia.com"]),
-            True, 1, 1, "gpu.nvidia.com", (False, False, ("gpu.nvidia.com",)),
+            True,
+            1,
+            1,
+            "gpu.nvidia.com",
+            (False, False, ("gpu.nvidia.com",)),
         ),
         (
             "an edit forgets the device classes tried",
             Resolved(order_generation=1, class_generation=1, tried_device_classes=["gpu.nvidia.com"]),
-            True, 2, 1, None, (True, True, ()),
+            True,
+            2,
+            1,
+            None,
+            (True, True, ()),
         ),
     ],
 )

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared import reasons as r
-
 from controller import resolve
+from shared import reasons as r
 from tests.unit.controller.builders import make_class, make_facts, make_order
 
 
@@ -29,7 +28,9 @@ def test_a_class_with_its_recipes_resolves() -> None:
 
 def test_class_readiness_reports_every_problem_at_once() -> None:
     spec = make_class(spec={"recipes": ["vllm"], "placement": {"deviceClassNames": ["tpu.example.com"]}}).spec
-    v = resolve.class_readiness(spec, recipe_names=[], device_class_names=["gpu.nvidia.com"], selector_error="1:3: x")
+    v = resolve.class_readiness(
+        spec, recipe_names=[], device_class_names=["gpu.nvidia.com"], selector_error="1:3: x"
+    )
     assert v.status == "False"
     assert "vllm" in v.message and "tpu.example.com" in v.message and "selector" in v.message
 
@@ -83,7 +84,11 @@ def test_class_readiness_reports_every_problem_at_once() -> None:
     ],
 )
 def test_the_model_policy_of_the_class(
-    name: str, class_changes: dict[str, object], fact_changes: dict[str, object], reason: str, picked: str | None
+    name: str,
+    class_changes: dict[str, object],
+    fact_changes: dict[str, object],
+    reason: str,
+    picked: str | None,
 ) -> None:
     v, endpoint_type = resolve.policy_verdict(make_facts(**fact_changes), make_class(spec=class_changes).spec)
     assert (v.reason, endpoint_type) == (reason, picked), name
@@ -91,14 +96,18 @@ def test_the_model_policy_of_the_class(
 
 def test_a_source_the_class_does_not_allow_is_refused() -> None:
     order = make_order(spec={"model": {"src": "Catalog", "ref": {"name": "qwen"}}})
-    v = resolve.source_verdict(order.spec.model, make_class(spec={"modelPolicy": {"allowedSources": ["HuggingFace"]}}).spec)
+    v = resolve.source_verdict(
+        order.spec.model, make_class(spec={"modelPolicy": {"allowedSources": ["HuggingFace"]}}).spec
+    )
     assert v is not None and v.reason == r.SOURCE_NOT_ALLOWED
 
 
 def test_a_missing_catalog_model_is_not_found_and_an_unready_one_not_ready() -> None:
     v, facts = resolve.catalog_facts("qwen", "ClusterModel", None)
     assert (v.reason, facts) == (r.MODEL_NOT_FOUND, None)
-    v, facts = resolve.catalog_facts("qwen", "ClusterModel", {"metadata": {"name": "qwen"}, "status": {"phase": "Pending"}})
+    v, facts = resolve.catalog_facts(
+        "qwen", "ClusterModel", {"metadata": {"name": "qwen"}, "status": {"phase": "Pending"}}
+    )
     assert (v.reason, facts) == (r.MODEL_NOT_READY, None)
 
 
@@ -107,8 +116,14 @@ def test_a_ready_catalog_model_gives_facts() -> None:
         "metadata": {"name": "qwen"},
         "status": {
             "phase": "Ready",
-            "resolved": {"supportedEndpointTypes": ["Chat"], "format": "Safetensors", "parameterCount": 7_615_616_512,
-                         "quantization": "awq-4bit", "architecture": "Qwen2ForCausalLM", "contextWindowTokens": 32768},
+            "resolved": {
+                "supportedEndpointTypes": ["Chat"],
+                "format": "Safetensors",
+                "parameterCount": 7_615_616_512,
+                "quantization": "awq-4bit",
+                "architecture": "Qwen2ForCausalLM",
+                "contextWindowTokens": 32768,
+            },
             "source": {"uri": "hf://Qwen/Qwen2.5-7B-Instruct-AWQ", "revision": "abc"},
         },
     }

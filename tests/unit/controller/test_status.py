@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from controller.status import StatusFields, build_status, status_changed, transitions
 from shared import reasons as r
 from shared.api.order import Endpoint
 from shared.conditions import false, true
-
-from controller.status import StatusFields, build_status, status_changed, transitions
 from tests.unit.controller.builders import make_order
 
 NOW = "2026-01-01T00:00:00Z"
@@ -37,8 +36,10 @@ def test_a_transition_records_an_event_per_changed_condition_and_phase() -> None
     first = build_status(order, {r.CLASS_RESOLVED: false(r.CLASS_NOT_FOUND, "no")}, StatusFields(), now=NOW)
     order.status = first
     second = build_status(
-        order, {r.CLASS_RESOLVED: true(r.RESOLVED), r.MODEL_RESOLVED: false(r.MODEL_NOT_FOUND, "gone")},
-        StatusFields(endpoint=Endpoint(url="https://x", type="ClusterLocal")), now=LATER,
+        order,
+        {r.CLASS_RESOLVED: true(r.RESOLVED), r.MODEL_RESOLVED: false(r.MODEL_NOT_FOUND, "gone")},
+        StatusFields(endpoint=Endpoint(url="https://x", type="ClusterLocal")),
+        now=LATER,
     )
     reasons = [t.reason for t in transitions(first, second)]
     assert r.RESOLVED in reasons and r.MODEL_NOT_FOUND in reasons and "PhaseFailed" in reasons
