@@ -52,3 +52,13 @@ cluster-up: $(STAMP)
 
 cluster-down: $(STAMP)
 	$(PY) -m tests.cluster down
+
+# The whole product on this machine (hack/demo.py): logs and pids under .demo/.
+demo: $(STAMP)
+	$(PY) -m hack.demo demo
+
+up: $(STAMP)
+	$(PY) -m hack.demo up
+
+down: $(STAMP)
+	$(PY) -m hack.demo down

@@ -1,0 +1,1 @@
+"""Developer tools: the demo (make demo/up/down), CRD generation, cert-manager CRDs."""
