@@ -1,0 +1,103 @@
+"""The runtime stand-in: one OpenAI-compatible HTTPS server answering for many orders at once.
+
+Real GPU runtimes cannot run here. The controller's probe is pointed at this one address by the
+module setting ``probeAddressOverride`` and sends each order's endpoint host as SNI; the stand-in
+presents a certificate for that host signed by the platform CA, checks the order's token from its
+``<order>-auth`` Secret, and lists the order's model. Start it with ``python -m standins.runtime``
+or in-process with ``start_runtime()``. The routes are described in ``standins.runtime.server``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from dataclasses import dataclass
+
+from standins.runtime.certs import CertMinter, make_ca
+from standins.runtime.orders import OrderDirectory, OrderKey
+from standins.runtime.server import ApiServer, ControlServer, RuntimeState
+
+__all__ = ["RunningRuntime", "make_ca", "start_runtime"]
+
+
+@dataclass
+class RunningRuntime:
+    """A runtime stand-in serving on threads; ``stop()`` closes it (also a context manager)."""
+
+    url: str  # https://HOST:PORT
+    control_url: str  # http://HOST:PORT
+    state: RuntimeState
+    _servers: tuple[ApiServer, ControlServer]
+    _threads: tuple[threading.Thread, threading.Thread]
+
+    @property
+    def address(self) -> str:
+        """``HOST:PORT`` of the HTTPS server: the value of the ``probeAddressOverride`` setting."""
+        return self.url.removeprefix("https://")
+
+    def set_fault(self, namespace: str, name: str, status: int) -> None:
+        self._control("PUT", f"/_standin/faults/{namespace}/{name}", {"status": status})
+
+    def clear_fault(self, namespace: str, name: str) -> None:
+        self._control("DELETE", f"/_standin/faults/{namespace}/{name}", None)
+
+    def register(self, namespace: str, name: str, *, model: str, token: str | None) -> None:
+        """Answer for an order without reading the cluster (a registration wins over the API)."""
+        self.state.directory.register(OrderKey(namespace, name), token=token, model=model)
+
+    def _control(self, method: str, path: str, body: object) -> None:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.control_url + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            resp.read()
+
+    def stop(self) -> None:
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self.state.directory.close()
+        self.state.minter.close()
+
+    def __enter__(self) -> RunningRuntime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_runtime(
+    *,
+    ca_cert_pem: bytes,
+    ca_key_pem: bytes,
+    kubeconfig: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    control_port: int = 0,
+    cache_seconds: float = 2.0,
+) -> RunningRuntime:
+    """Serve the stand-in's HTTPS API and control port (0: free ports) on daemon threads."""
+    state = RuntimeState(
+        directory=OrderDirectory(kubeconfig=kubeconfig, ttl=cache_seconds),
+        minter=CertMinter(ca_cert_pem=ca_cert_pem, ca_key_pem=ca_key_pem),
+    )
+    api = ApiServer((host, port), state)
+    control = ControlServer((host, control_port), state)
+    threads = tuple(
+        threading.Thread(target=s.serve_forever, name=f"runtime-standin-{n}", daemon=True)
+        for n, s in (("api", api), ("control", control))
+    )
+    for t in threads:
+        t.start()
+    a_host, a_port = api.server_address[:2]
+    c_host, c_port = control.server_address[:2]
+    return RunningRuntime(
+        f"https://{a_host!s}:{a_port}",
+        f"http://{c_host!s}:{c_port}",
+        state,
+        (api, control),
+        (threads[0], threads[1]),
+    )

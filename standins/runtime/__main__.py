@@ -1,0 +1,46 @@
+"""``python -m standins.runtime --port 0 --ca-cert CA.crt --ca-key CA.key [--kubeconfig K] [--control-port 0]``.
+
+The first stdout line is ``runtime stand-in listening on https://HOST:PORT (control http://HOST:PORT)``.
+Without ``--kubeconfig`` (or ``KUBECONFIG``) it answers only orders registered on the control port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+from pathlib import Path
+
+from standins.runtime import start_runtime
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m standins.runtime", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--control-port", type=int, default=0)
+    parser.add_argument("--ca-cert", required=True, help="PEM certificate of the platform CA")
+    parser.add_argument("--ca-key", required=True, help="PEM private key of the platform CA")
+    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    parser.add_argument("--cache-seconds", type=float, default=2.0)
+    args = parser.parse_args(argv)
+    runtime = start_runtime(
+        ca_cert_pem=Path(args.ca_cert).read_bytes(),
+        ca_key_pem=Path(args.ca_key).read_bytes(),
+        kubeconfig=args.kubeconfig or None,
+        host=args.host,
+        port=args.port,
+        control_port=args.control_port,
+        cache_seconds=args.cache_seconds,
+    )
+    print(f"runtime stand-in listening on {runtime.url} (control {runtime.control_url})", flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    done.wait()
+    runtime.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Which order an SNI name belongs to, its token and its served model name.
+
+An endpoint host names its order: ``<name>.<namespace>.svc`` (or ``.svc.cluster.local``) for
+ClusterLocal endpoints; any other host (External) is matched against the orders'
+``status.endpoint.url``. Given a kubeconfig, the stand-in reads through the Kubernetes API:
+
+- the token: Secret ``<name>-auth`` in the order's namespace, key ``token``; no such Secret means
+  the order needs no token;
+- the served model name: the InferenceService's ``spec.model.ref.name``.
+
+Lookups are cached for ``ttl`` seconds. Orders can also be registered by hand through the control
+port (tests without a cluster); a registration wins over the API.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
+_SVC_SUFFIXES = (".svc.cluster.local", ".svc")
+
+
+@dataclass(frozen=True, slots=True)
+class OrderKey:
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class OrderView:
+    """What the stand-in needs to answer for one order."""
+
+    key: OrderKey
+    token: str | None  # None: no token required
+    model: str | None  # None: unknown order
+
+
+def order_key_for_host(host: str) -> OrderKey | None:
+    """``<name>.<namespace>.svc[.cluster.local]`` -> the order; other hosts -> None."""
+    host = host.lower().rstrip(".")
+    for suffix in _SVC_SUFFIXES:
+        if host.endswith(suffix):
+            parts = host.removesuffix(suffix).split(".")
+            if len(parts) == 2 and all(parts):
+                return OrderKey(namespace=parts[1], name=parts[0])
+    return None
+
+
+class OrderDirectory:
+    """Resolves hosts to ``OrderView``s from registrations and, when configured, the Kubernetes API."""
+
+    def __init__(
+        self, *, kubeconfig: str | None = None, ttl: float = 2.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        new_client: Any = k8s_config.new_client_from_config
+        self._api: Any = new_client(config_file=kubeconfig) if kubeconfig else None
+        self._ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._registered: dict[OrderKey, OrderView] = {}
+        self._cache: dict[str, tuple[float, OrderView | None]] = {}
+
+    def close(self) -> None:
+        if self._api is not None:
+            self._api.close()
+
+    def register(self, key: OrderKey, *, token: str | None, model: str) -> None:
+        with self._lock:
+            self._registered[key] = OrderView(key, token, model)
+
+    def unregister(self, key: OrderKey) -> None:
+        with self._lock:
+            self._registered.pop(key, None)
+
+    def lookup(self, host: str) -> OrderView | None:
+        """The order behind ``host``; None when no order is known for it."""
+        key = order_key_for_host(host)
+        with self._lock:
+            if key is not None and key in self._registered:
+                return self._registered[key]
+            cached = self._cache.get(host)
+            if cached is not None and cached[0] > self._clock():
+                return cached[1]
+        view = self._read(host, key)
+        with self._lock:
+            self._cache[host] = (self._clock() + self._ttl, view)
+        return view
+
+    def _read(self, host: str, key: OrderKey | None) -> OrderView | None:
+        if self._api is None:
+            return None
+        objects: Any = k8s.CustomObjectsApi(self._api)
+        order: dict[str, Any] | None = None
+        if key is None:
+            listing = objects.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+            for item in listing.get("items", []):
+                url = ((item.get("status") or {}).get("endpoint") or {}).get("url") or ""
+                if urlsplit(url).hostname == host.lower():
+                    order = item
+                    key = OrderKey(item["metadata"]["namespace"], item["metadata"]["name"])
+                    break
+            if order is None or key is None:
+                return None
+        else:
+            try:
+                order = objects.get_namespaced_custom_object(GROUP, VERSION, key.namespace, PLURAL, key.name)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+                order = None
+        model = (((order or {}).get("spec") or {}).get("model") or {}).get("ref", {}).get("name")
+        return OrderView(key, self._token(key), model)
+
+    def _token(self, key: OrderKey) -> str | None:
+        core: Any = k8s.CoreV1Api(self._api)
+        try:
+            secret = core.read_namespaced_secret(f"{key.name}-auth", key.namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        raw = (secret.data or {}).get("token")
+        return base64.b64decode(raw).decode().strip() if raw else None

@@ -1,0 +1,268 @@
+"""The runtime stand-in's two servers: the OpenAI-compatible HTTPS API and the plain-HTTP control port.
+
+HTTPS (one address for every order; the order is told by ``Host``, which must equal the SNI name the
+TLS connection was set up for, else 421 Misdirected Request):
+
+- ``GET /v1/models`` -> ``{"object": "list", "data": [{"id": <served model name>, ...}]}``;
+- ``POST /v1/chat/completions``, ``/v1/embeddings``, ``/v1/rerank``: small deterministic answers;
+- ``Authorization: Bearer <token>`` is required when the order has a token (401 otherwise);
+- 404 when no order is known for the host; a fault set for the order answers its status.
+
+Control (plain HTTP, loopback):
+
+- ``PUT /_standin/faults/{namespace}/{name}`` ``{"status": 503}`` / ``DELETE`` the same path;
+- ``PUT /_standin/orders/{namespace}/{name}`` ``{"model": "...", "token": "..."|null}`` registers an
+  order by hand (no cluster needed) / ``DELETE`` forgets it;
+- ``GET /_standin/requests`` lists the API requests served (host, path, status).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import socket
+import ssl
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, cast
+
+from standins.runtime.certs import DEFAULT_NAME, CertMinter
+from standins.runtime.orders import OrderDirectory, OrderKey, order_key_for_host
+
+_CONTROL = re.compile(r"^/_standin/(faults|orders)/([a-z0-9-]+)/([a-z0-9.-]+)$")
+
+
+@dataclass
+class RuntimeState:
+    """Shared by both servers; guarded by ``lock``."""
+
+    directory: OrderDirectory
+    minter: CertMinter
+    faults: dict[OrderKey, int] = field(default_factory=dict)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class ApiServer(ThreadingHTTPServer):
+    """HTTPS: the TLS handshake runs in the connection's own thread, with a certificate per SNI name."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], state: RuntimeState) -> None:
+        super().__init__(address, ApiHandler)
+        self.state = state
+        self.tls = state.minter.context_for(DEFAULT_NAME)
+        self.tls.sni_callback = self._on_sni
+
+    def _on_sni(self, sock: ssl.SSLObject | ssl.SSLSocket, name: str | None, _ctx: ssl.SSLContext) -> None:
+        if name:
+            sock.context = self.state.minter.context_for(name)
+            sock.sni_name = name  # type: ignore[union-attr]
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        try:
+            request.settimeout(30)
+            tls = self.tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return  # the client refused our certificate, or went away
+        try:
+            handler: Any = self.RequestHandlerClass
+            handler(tls, client_address, self)
+        finally:
+            with contextlib.suppress(OSError):
+                tls.shutdown(socket.SHUT_RDWR)
+            tls.close()
+
+
+class ApiHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ApiServer
+    server_version = "runtime-standin/1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def _serve(self, method: str) -> None:
+        state = self.server.state
+        sni = (getattr(self.connection, "sni_name", None) or "").lower()
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower() or sni
+        body = self._body() if method == "POST" else {}
+        if sni and host != sni:
+            # A connection set up (and verified) for one name, reused for another: RFC 9110 15.5.20.
+            message = f"this connection was set up for {sni!r}, not {host!r}"
+            status = self._json(421, {"error": {"message": message, "type": "misdirected_request"}})
+        else:
+            status = self._answer(method, host, body)
+        with state.lock:
+            state.requests.append({"method": method, "host": host, "path": self.path, "status": status})
+
+    def _answer(self, method: str, host: str, body: dict[str, Any]) -> int:
+        state = self.server.state
+        view = state.directory.lookup(host)
+        if view is None or view.model is None:
+            return self._json(
+                404, {"error": {"message": f"no order behind host {host!r}", "type": "not_found"}}
+            )
+        with state.lock:
+            fault = state.faults.get(view.key)
+        if fault is not None:
+            return self._json(
+                fault, {"error": {"message": f"injected fault {fault}", "type": "standin_fault"}}
+            )
+        if view.token is not None and self.headers.get("Authorization") != f"Bearer {view.token}":
+            return self._json(
+                401, {"error": {"message": "invalid or missing API key", "type": "unauthorized"}}
+            )
+        model = view.model
+        path = self.path.split("?", 1)[0]
+        if method == "GET" and path == "/v1/models":
+            entry = {
+                "id": model,
+                "object": "model",
+                "created": 0,
+                "owned_by": "runtime-standin",
+                "root": model,
+            }
+            return self._json(200, {"object": "list", "data": [entry]})
+        if method == "POST" and path == "/v1/chat/completions":
+            return self._json(200, _chat(model, body))
+        if method == "POST" and path == "/v1/embeddings":
+            return self._json(200, _embeddings(model, body))
+        if method == "POST" and path in ("/v1/rerank", "/rerank", "/v2/rerank"):
+            return self._json(200, _rerank(model, body))
+        return self._json(404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}})
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            data = json.loads(self.rfile.read(length) or b"{}") if length else {}
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _json(self, status: int, doc: Any) -> int:
+        raw = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+        return status
+
+
+class ControlServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], state: RuntimeState) -> None:
+        super().__init__(address, ControlHandler)
+        self.state = state
+
+
+class ControlHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ControlServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_PUT(self) -> None:
+        self._control("PUT")
+
+    def do_DELETE(self) -> None:
+        self._control("DELETE")
+
+    def do_GET(self) -> None:
+        state = self.server.state
+        if self.path == "/_standin/requests":
+            with state.lock:
+                self._json(200, {"requests": list(state.requests)})
+        else:
+            self._json(404, {"error": "unknown control route"})
+
+    def _control(self, method: str) -> None:
+        state = self.server.state
+        m = _CONTROL.match(self.path)
+        if not m:
+            self._json(404, {"error": "unknown control route"})
+            return
+        what, key = m.group(1), OrderKey(namespace=m.group(2), name=m.group(3))
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}") if length else {}
+        if what == "faults":
+            with state.lock:
+                if method == "PUT":
+                    state.faults[key] = int(body.get("status", 503))
+                else:
+                    state.faults.pop(key, None)
+        elif method == "PUT":
+            state.directory.register(key, token=body.get("token"), model=str(body["model"]))
+        else:
+            state.directory.unregister(key)
+        self._json(200, {"namespace": key.namespace, "name": key.name})
+
+    def _json(self, status: int, doc: Any) -> None:
+        raw = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+def _chat(model: str, body: dict[str, Any]) -> dict[str, Any]:
+    messages = body.get("messages") or []
+    last = str(messages[-1].get("content", "")) if messages and isinstance(messages[-1], dict) else ""
+    text = f"(runtime stand-in for {model}) You said: {last[:200]}"
+    return {
+        "id": "chatcmpl-standin",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": len(last.split()),
+            "completion_tokens": len(text.split()),
+            "total_tokens": 0,
+        },
+    }
+
+
+def _vector(text: str, dim: int = 8) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    return [round((b - 128) / 128, 4) for b in digest[:dim]]
+
+
+def _embeddings(model: str, body: dict[str, Any]) -> dict[str, Any]:
+    inputs = body.get("input", "")
+    texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
+    data = [{"object": "embedding", "index": i, "embedding": _vector(t)} for i, t in enumerate(texts)]
+    return {"object": "list", "model": model, "data": data, "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+
+
+def _rerank(model: str, body: dict[str, Any]) -> dict[str, Any]:
+    query = set(str(body.get("query", "")).lower().split())
+    docs = [str(d) for d in body.get("documents") or []]
+    scored = [
+        {
+            "index": i,
+            "relevance_score": len(query & set(d.lower().split())) / (len(query) or 1),
+            "document": {"text": d},
+        }
+        for i, d in enumerate(docs)
+    ]
+    scored.sort(key=lambda r: -cast(float, r["relevance_score"]))
+    return {"id": "rerank-standin", "model": model, "results": scored}
+
+
+__all__ = ["ApiServer", "ControlServer", "RuntimeState", "order_key_for_host"]
