@@ -1,0 +1,116 @@
+"""Validating an InferenceServiceClass: the policy must be coherent before any order is planned under it.
+
+Checks what the CRD schema cannot: bounds in order (parameter count, replicas), the placement
+selector compiling as a DRA CEL expression (``shared.cel.selector_error``), names of referenced
+objects, and no value listed twice. Every problem is reported at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from shared.api.enums import (
+    AUTHENTICATIONS,
+    ENDPOINT_TYPES,
+    EXPOSURE_TYPES,
+    MODEL_FORMATS,
+    MODEL_SOURCES,
+    SHARING_MODES,
+)
+from shared.cel import selector_error
+from shared.quantity import QuantityError, parse_parameter_count
+from webhook.problems import Problems, shown
+
+MAX_SELECTOR_LENGTH = 10240
+
+
+def class_problems(obj: Mapping[str, Any]) -> list[str]:
+    """Every problem of the class ``obj`` (the raw object of the request), in field order."""
+    problems = Problems()
+    spec = problems.obj(obj, ("spec",), required=True)
+    if spec is None:
+        return problems.items
+    policy = problems.obj(spec, ("spec", "modelPolicy"), required=True)
+    if policy is not None:
+        _model_policy(problems, policy)
+    placement = problems.obj(spec, ("spec", "placement"), required=True)
+    if placement is not None:
+        _placement(problems, placement)
+    scaling = problems.obj(spec, ("spec", "scaling"), required=False)
+    if scaling is not None:
+        _scaling(problems, scaling)
+    exposure = problems.obj(spec, ("spec", "exposure"), required=False)
+    if exposure is not None:
+        problems.one_of(exposure, ("spec", "exposure", "type"), EXPOSURE_TYPES, required=False)
+        problems.one_of(exposure, ("spec", "exposure", "authentication"), AUTHENTICATIONS, required=False)
+    recipes = problems.items_of(spec, ("spec", "recipes"), required=False)
+    if recipes is not None:
+        for i, name in enumerate(recipes):
+            problems.dns_name_value(
+                name, ("spec", "recipes", i), required=True, what="the name of an InferenceRecipe"
+            )
+        problems.unique(recipes, ("spec", "recipes"))
+    return problems.items
+
+
+def _model_policy(problems: Problems, policy: Mapping[str, Any]) -> None:
+    base = ("spec", "modelPolicy")
+    problems.enum_list(policy, (*base, "allowedEndpointTypes"), ENDPOINT_TYPES, required=True, non_empty=True)
+    problems.enum_list(policy, (*base, "allowedSources"), MODEL_SOURCES, required=False, non_empty=True)
+    problems.enum_list(policy, (*base, "allowedFormats"), MODEL_FORMATS, required=False, non_empty=True)
+    bounds = problems.obj(policy, (*base, "parameterCount"), required=False)
+    if bounds is None:
+        return
+    low = _parameter_count(problems, bounds, (*base, "parameterCount", "min"))
+    high = _parameter_count(problems, bounds, (*base, "parameterCount", "max"))
+    if low is not None and high is not None and low > high:
+        problems.add(
+            (*base, "parameterCount", "min"),
+            f"must not be greater than `{'.'.join(base)}.parameterCount.max` "
+            f"({shown(bounds['min'])} > {shown(bounds['max'])})",
+        )
+
+
+def _parameter_count(problems: Problems, bounds: Mapping[str, Any], path: tuple[str, ...]) -> int | None:
+    value = bounds.get(path[-1])
+    if value is None:
+        return None
+    if not isinstance(value, int | str) or isinstance(value, bool):
+        problems.add(path, f"must be an integer or a string such as 500M, 7B or 1.5T, not {shown(value)}")
+        return None
+    try:
+        return parse_parameter_count(value)
+    except QuantityError:
+        problems.add(path, f"must be an integer or a string such as 500M, 7B or 1.5T, not {shown(value)}")
+        return None
+
+
+def _placement(problems: Problems, placement: Mapping[str, Any]) -> None:
+    base = ("spec", "placement")
+    names = problems.items_of(placement, (*base, "deviceClassNames"), required=True, non_empty=True)
+    if names is not None:
+        for i, name in enumerate(names):
+            what = "the name of a DRA DeviceClass"
+            problems.dns_name_value(name, (*base, "deviceClassNames", i), required=True, what=what)
+        problems.unique(names, (*base, "deviceClassNames"))
+    selector = problems.string(placement, (*base, "selector"), required=False, max_length=MAX_SELECTOR_LENGTH)
+    if selector is not None:
+        error = selector_error(selector)
+        if error is not None:
+            problems.add((*base, "selector"), f"must be a CEL expression DRA can evaluate: {error}")
+    problems.enum_list(placement, (*base, "sharingModes"), SHARING_MODES, required=False, non_empty=True)
+    problems.integer(placement, (*base, "maxAcceleratorsPerReplica"), required=False, minimum=1, maximum=64)
+
+
+def _scaling(problems: Problems, scaling: Mapping[str, Any]) -> None:
+    base = ("spec", "scaling")
+    low = problems.integer(scaling, (*base, "minReplicas"), required=False, minimum=1)
+    high = problems.integer(scaling, (*base, "maxReplicas"), required=False, minimum=1)
+    if low is not None and high is not None and low > high:
+        problems.add(
+            (*base, "minReplicas"), f"must not be greater than `spec.scaling.maxReplicas` ({low} > {high})"
+        )
+    problems.dns_name(
+        scaling, (*base, "priorityClassName"), required=False, what="the name of a PriorityClass"
+    )
