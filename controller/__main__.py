@@ -55,6 +55,7 @@ CACHES: dict[str, tuple[str, str, str | None]] = {
     "resourceslices": ("resource.k8s.io/v1", "ResourceSlice", None),
     "resourceclaims": ("resource.k8s.io/v1", "ResourceClaim", None),
 }
+OPTIONAL_CACHES = frozenset({"certificates", "models", "clustermodels"})
 CATALOG_CACHES: dict[str, tuple[str, str, str | None]] = {
     "models": ("ai.deckhouse.io/v1alpha1", "Model", None),
     "clustermodels": ("ai.deckhouse.io/v1alpha1", "ClusterModel", None),
@@ -175,12 +176,14 @@ class Controller:
         return handle
 
     def synced(self) -> bool:
-        return all(i.has_synced for i in self.informers.values())
+        return all(i.has_synced for n, i in self.informers.items() if n not in OPTIONAL_CACHES)
 
     def start_informers(self) -> None:
         for inf in self.informers.values():
             inf.start()
         for name, inf in self.informers.items():
+            if name in OPTIONAL_CACHES:
+                continue  # an API that may not be installed (cert-manager, the catalog) must not hold the start
             if not inf.wait_synced(timeout=60):
                 log.warning("informer %s has not synced after 60s", name)
 

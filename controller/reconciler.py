@@ -139,7 +139,13 @@ class Reconciler:
         # 4. render and apply; 5. endpoint and token
         endpoint = render.endpoint_for(order, cspec, self.settings)
         token = self._ensure_token(order) if render.requires_token(cspec) else None
-        self._apply_workload(order, plan, cspec, facts.revision)
+        try:
+            self._apply_workload(order, plan, cspec, facts.revision)
+        except (kerr.Invalid, kerr.NotFound, kerr.Forbidden) as e:
+            # Not transient: a missing API (cert-manager not installed), RBAC, or a refused manifest.
+            out.verdicts[r.WORKLOAD_READY] = false(r.WORKLOAD_FAILED, f"Applying the workload failed: {e}")
+            out.requeue = 30.0
+            return out
         out.fields["endpoint"] = Endpoint(url=endpoint.url, type=endpoint.type)
         if token is not None:
             out.fields["auth_secret_name"] = names.auth_secret(order.metadata.name)
@@ -277,7 +283,7 @@ class Reconciler:
         if not decision.compute and in_force is not None:
             resolved = (prev or Resolved()).model_copy(update=basis)
             out.fields["resolved"] = resolved
-            return in_force, true(r.PLANNED_OK, f"Launch plan in force: {in_force.summary()}.")
+            return in_force, true(r.PLANNED_OK, f"Planned: {in_force.summary()}.")
         spec = klass.spec
         inventory = build_inventory(
             resource_slices=self.store.list("resourceslices"),
