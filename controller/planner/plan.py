@@ -21,6 +21,7 @@ to GiB; modelVolume = weight files x 1.1 + 1 GiB, rounded up to GiB.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -303,10 +304,13 @@ def _q(text: str) -> str:
 
 
 def _mig_share(inv: Inventory, device: Device) -> int:
+    """The MIG device's share of its GPU: by memory when the parent is published, else by the
+    profile's compute slices (``3g.20gb`` is 3 of the 7 slices of an A100 or H100)."""
     parent = next((d for d in inv.devices if device.parent_uuid and d.uuid == device.parent_uuid), None)
-    if parent is None or parent.memory_bytes <= 0:
-        return 100
-    return max(1, min(100, round(device.memory_bytes * 100 / parent.memory_bytes)))
+    if parent is not None and parent.memory_bytes > 0:
+        return max(1, min(100, round(device.memory_bytes * 100 / parent.memory_bytes)))
+    m = re.match(r"^(\d+)g\.", device.profile or "")
+    return max(1, min(100, round(int(m.group(1)) * 100 / 7))) if m else 100
 
 
 def _diagnose(

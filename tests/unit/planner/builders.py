@@ -1,8 +1,8 @@
 """Builders for planner tests: real model facts, recipes, classes, and small hand-made slices.
 
 The model facts are copied from the models' real config.json and safetensors metadata (numbers
-in the comments). The fleet of the table tests is ``tests.cluster.fleet.default_fleet()``; the
-hand-made slices here are for the cases the default fleet does not have (shared devices, counters).
+in the comments). The fleet of the table and property tests is ``tests.cluster.fleet.default_fleet()``;
+the small hand-made slices here are for inventory cases (claims, held devices, counters).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from controller.facts import ModelFacts
 from controller.planner import Inventory, PlanOutcome, PlanRequest, build_inventory, plan_order
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.recipe import InferenceRecipe
+from tests.cluster.fleet import default_fleet
 
 DRIVER = "gpu.nvidia.com"
 
@@ -303,11 +304,7 @@ def small_fleet() -> list[dict[str, Any]]:
 
 def fleet_objects() -> list[dict[str, Any]]:
     """The default fleet of the local control plane (Nodes, ResourceSlices, DeviceClasses)."""
-    try:
-        from tests.cluster.fleet import default_fleet
-    except ImportError:  # the cluster package is not there yet
-        return [*small_fleet(), GPU_CLASS, MIG_CLASS]
-    return list(default_fleet())
+    return default_fleet()
 
 
 def fleet_inventory(claims: list[dict[str, Any]] | None = None, **kwargs: Any) -> Inventory:

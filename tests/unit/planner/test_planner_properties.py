@@ -27,10 +27,8 @@ from tests.unit.planner.builders import (
     QWEN3_8B_FP8,
     QWEN_32B_AWQ,
     fleet_objects,
-    gpu,
     make_class,
     make_request,
-    make_slice,
 )
 
 MODELS: list[ModelFacts] = [QWEN_32B_AWQ, LLAMA_8B, LLAMA_70B, BGE_LARGE, BGE_RERANKER, QWEN3_8B_FP8]
@@ -43,18 +41,10 @@ CLASSES: list[InferenceServiceClassSpec] = [
 ]
 
 
-def shared_slice() -> dict[str, Any]:
-    """A node whose L4s allow multiple allocations (consumable capacity on memory)."""
-    return make_slice(
-        "l4-shared-0",
-        [gpu(f"gpu-{i}", "NVIDIA L4", "24Gi", "8.9.0", allowMultipleAllocations=True) for i in range(2)],
-    )
-
-
 @functools.cache
 def objects() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     everything = fleet_objects()
-    slices = [o for o in everything if o.get("kind") == "ResourceSlice"] + [shared_slice()]
+    slices = [o for o in everything if o.get("kind") == "ResourceSlice"]
     classes = [o for o in everything if o.get("kind") == "DeviceClass"]
     return slices, classes
 

@@ -197,6 +197,7 @@ def test_plan_order_on_the_default_fleet(case: Case) -> None:
         assert p.placement_mode == ("TensorParallel" if case.count > 1 else "SingleDevice")
     if case.sharing_mode is not None:
         assert p.sharing_mode == case.sharing_mode
+    assert (p.share_percent == 100) is (p.sharing_mode == "Exclusive")
     joined = " ".join(p.args)
     for fragment in case.args_include:
         assert fragment in joined
