@@ -7,14 +7,14 @@ into by kube-controller-manager's clusterrole-aggregation controller.
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from tests.integration.conftest import wait_for
+from tests.integration.conftest import Kubectl, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -30,7 +30,7 @@ ALL = "<all namespaces>"
 
 
 @pytest.fixture(scope="module")
-def users_namespace(kubectl: Any, crds: None) -> Iterator[str]:
+def users_namespace(kubectl: Kubectl, crds: None) -> Iterator[str]:
     """RBAC of deploy/base applied; alice edits, carol admins, bob views a fresh namespace."""
     kubectl(
         "apply",
@@ -57,7 +57,7 @@ def users_namespace(kubectl: Any, crds: None) -> Iterator[str]:
     # The aggregation controller folds our rules into admin / edit / view asynchronously.
     for user, verb in (("alice", "create"), ("carol", "create"), ("bob", "watch")):
         wait_for(
-            lambda u=user, v=verb: can_i(kubectl, u, v, ORDERS, ns),
+            functools.partial(can_i, kubectl, user, verb, ORDERS, ns),
             bool,
             timeout=60,
             message=f"{user} to be allowed to {verb} {ORDERS} through aggregation",
@@ -66,7 +66,9 @@ def users_namespace(kubectl: Any, crds: None) -> Iterator[str]:
     kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def can_i(kubectl: Any, user: str, verb: str, resource: str, namespace: str, name: str | None = None) -> bool:
+def can_i(
+    kubectl: Kubectl, user: str, verb: str, resource: str, namespace: str, name: str | None = None
+) -> bool:
     where = ["--all-namespaces"] if namespace == ALL else ["-n", namespace]
     if resource.endswith("/status"):
         resource = resource.removesuffix("/status")
@@ -268,7 +270,7 @@ CASES = [
     ("who", "verb", "resource", "namespace", "allowed"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_can_i(
-    kubectl: Any, users_namespace: str, who: str, verb: str, resource: str, namespace: str, allowed: bool
+    kubectl: Kubectl, users_namespace: str, who: str, verb: str, resource: str, namespace: str, allowed: bool
 ) -> None:
     ns = users_namespace if namespace == NS else namespace
     name = None
@@ -283,7 +285,7 @@ def resource_rules(listing: str) -> set[tuple[str, ...]]:
 
 
 def test_the_webhook_service_account_holds_no_rule_beyond_what_every_service_account_has(
-    kubectl: Any, users_namespace: str
+    kubectl: Kubectl, users_namespace: str
 ) -> None:
     listed = resource_rules(
         kubectl("auth", "can-i", "--list", f"--as={WEBHOOK}", "-n", "d8-inference").stdout
