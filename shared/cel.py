@@ -91,9 +91,13 @@ class Semver:
         pre = tuple(m.group(4).split(".")) if m.group(4) else ()
         return cls(int(m.group(1)), int(m.group(2)), int(m.group(3)), pre, m.group(5) or "")
 
-    def _key(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
+    @functools.cached_property
+    def _precedence(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
         pre = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.pre)
         return (self.major, self.minor, self.patch, 0 if self.pre else 1, pre)
+
+    def _key(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
+        return self._precedence
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Semver):

@@ -295,12 +295,11 @@ def _projection(view: DeviceView, words: frozenset[str]) -> object:
     return (
         view.driver,
         tuple(
-            (d, tuple(sorted((k, repr(v)) for k, v in vals.items() if k in words)))
-            for d, vals in sorted(view.attributes.items())
+            (d, tuple((k, vals[k]) for k in sorted(words & vals.keys())))
+            for d, vals in view.attributes.items()
         ),
         tuple(
-            (d, tuple(sorted((k, str(v)) for k, v in vals.items() if k in words)))
-            for d, vals in sorted(view.capacity.items())
+            (d, tuple((k, vals[k]) for k in sorted(words & vals.keys()))) for d, vals in view.capacity.items()
         ),
     )
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from controller.planner.estimate import DEFAULT_GPU_MEMORY_UTILIZATION, MemoryEstimate
 from controller.planner.inventory import Device, DeviceKey, Inventory
 from controller.planner.recipes import RecipeChoice, runs_on
+from shared.cel import Semver
 
 MIB = 2**20
 SHARED_MODES = ("TimeSlicing", "MPS")
@@ -121,13 +122,21 @@ def candidates(
 ) -> list[Candidate]:
     """Every fitting candidate, sorted; ``inventory=None`` means on an empty cluster."""
     out: list[Candidate] = []
+    by_capability: dict[Semver | None, RecipeChoice | None] = {}
+
+    def recipe_for(device: Device) -> RecipeChoice | None:
+        cap = device.compute_capability
+        if cap not in by_capability:
+            by_capability[cap] = first_recipe(choices, device)
+        return by_capability[cap]
+
     usable = [d for d in devices if mode_accepts(mode, d) and _available(d, mode, inventory, busy)]
     if mode == "Exclusive":
-        groups: dict[tuple[str, str, int, str], list[Device]] = defaultdict(list)
+        groups: dict[tuple[str, str, int, Semver | None], list[Device]] = defaultdict(list)
         for d in usable:
-            groups[(d.node, d.product_name, d.memory_bytes, str(d.compute_capability))].append(d)
+            groups[(d.node, d.product_name, d.memory_bytes, d.compute_capability)].append(d)
         for group in groups.values():
-            choice = first_recipe(choices, group[0])
+            choice = recipe_for(group[0])
             if choice is None:
                 continue
             util = utilization(choice)
@@ -140,12 +149,12 @@ def candidates(
                     break
     elif mode == "MIG":
         for d in usable:
-            choice = first_recipe(choices, d)
+            choice = recipe_for(d)
             if choice is not None and estimate.per_device_need(1, utilization(choice)) <= d.memory_bytes:
                 out.append(Candidate(device_class, mode, (d,), choice, utilization(choice)))
     else:
         for d in usable:
-            choice = first_recipe(choices, d)
+            choice = recipe_for(d)
             if choice is None or d.memory_bytes <= 0:
                 continue
             util = utilization(choice)
