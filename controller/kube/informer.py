@@ -134,17 +134,21 @@ class Informer:
         """List and watch until ``stop``."""
         failures = 0
         while not self._stop.is_set():
+            watches = self.watches
             try:
                 if self._resource_version is None:
                     self._relist()
-                failures = 0
+                    failures = 0
                 self._watch()
+                failures = 0
             except Gone as e:
                 log.info("%s: %s; listing again", self.resource.plural, e)
                 self._resource_version = None
             except Exception as e:
                 if self._stop.is_set():
                     break
+                if self.watches > watches:  # the watch was up, then broke: start the backoff afresh
+                    failures = 0
                 failures += 1
                 delay = backoff(failures, base=self.min_backoff, cap=self.max_backoff)
                 log.warning(
