@@ -70,8 +70,9 @@ def peer_names(rt: RunningRuntime, ca_file: Path, host: str) -> list[str]:
         socket.create_connection((addr, int(port))) as raw,
         ctx.wrap_socket(raw, server_hostname=host) as tls,
     ):
-        cert = tls.getpeercert()
-    return [value for kind, value in cert.get("subjectAltName", ()) if kind == "DNS"]
+        cert: dict[str, Any] = tls.getpeercert() or {}
+    san: tuple[tuple[str, str], ...] = cert.get("subjectAltName", ())
+    return [value for kind, value in san if kind == "DNS"]
 
 
 def test_the_certificate_is_minted_for_the_sni_name_and_verifies_against_the_platform_ca(
