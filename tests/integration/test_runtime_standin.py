@@ -1,0 +1,123 @@
+"""The runtime stand-in reads orders and their tokens from the real API server.
+
+For the SNI name ``<name>.<namespace>.svc`` it reads the InferenceService (its served model name)
+and the Secret ``<name>-auth`` (the token to require); an External host is matched against the
+orders' ``status.endpoint.url``. The probe used is the controller's own.
+"""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from kubernetes import client as k8s
+
+from controller.probe import Prober
+from standins.runtime import RunningRuntime, make_ca, start_runtime
+from tests.integration.conftest import Cluster
+
+pytestmark = pytest.mark.cluster
+
+GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
+
+
+@pytest.fixture(scope="module")
+def ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes, bytes]:
+    cert, key = make_ca("platform CA (integration test)")
+    path = tmp_path_factory.mktemp("ca") / "ca.crt"
+    path.write_bytes(cert)
+    return path, cert, key
+
+
+@pytest.fixture(scope="module")
+def runtime(cluster: Cluster, ca: tuple[Path, bytes, bytes]) -> Iterator[RunningRuntime]:
+    with start_runtime(
+        ca_cert_pem=ca[1], ca_key_pem=ca[2], kubeconfig=str(cluster.kubeconfig), cache_seconds=0.0
+    ) as rt:
+        yield rt
+
+
+@pytest.fixture
+def prober(runtime: RunningRuntime, ca: tuple[Path, bytes, bytes]) -> Iterator[Prober]:
+    p = Prober(ca_file=str(ca[0]), address_override=runtime.address, timeout=10)
+    yield p
+    p.close()
+
+
+def create_order(api: k8s.ApiClient, namespace: str, name: str, model: str) -> dict[str, Any]:
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "InferenceService",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "inferenceServiceClassName": "default-llm",
+            "model": {"src": "HuggingFace", "ref": {"name": model}},
+        },
+    }
+    objects: Any = k8s.CustomObjectsApi(api)
+    created: dict[str, Any] = objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+    return created
+
+
+def create_token_secret(api: k8s.ApiClient, namespace: str, order: str, token: str) -> None:
+    secret = k8s.V1Secret(
+        metadata=k8s.V1ObjectMeta(name=f"{order}-auth", namespace=namespace),
+        data={"token": base64.b64encode(token.encode()).decode()},
+    )
+    k8s.CoreV1Api(api).create_namespaced_secret(namespace, secret)
+
+
+@pytest.mark.usefixtures("crds")
+def test_the_token_comes_from_the_orders_auth_secret(
+    api: k8s.ApiClient, namespace: str, prober: Prober
+) -> None:
+    create_order(api, namespace, "chat", "Qwen/Qwen2.5-7B-Instruct")
+    create_token_secret(api, namespace, "chat", "t0k3n-from-the-secret")
+    url = f"https://chat.{namespace}.svc"
+    ok = prober.probe(url, "t0k3n-from-the-secret")
+    assert ok.ok, ok.detail
+    assert prober.probe(url, None).detail.endswith("answered HTTP 401.")
+    assert prober.probe(url, "another-token").detail.endswith("answered HTTP 401.")
+
+
+@pytest.mark.usefixtures("crds")
+def test_an_order_without_an_auth_secret_needs_no_token_and_lists_its_model(
+    api: k8s.ApiClient, namespace: str, runtime: RunningRuntime, ca: tuple[Path, bytes, bytes]
+) -> None:
+    create_order(api, namespace, "embed", "BAAI/bge-large-en-v1.5")
+    host = f"embed.{namespace}.svc"
+    ctx = ssl.create_default_context(cafile=str(ca[0]))
+    with httpx.Client(verify=ctx, trust_env=False) as http:
+        resp = http.get(f"{runtime.url}/v1/models", headers={"Host": host}, extensions={"sni_hostname": host})
+    assert resp.status_code == 200
+    assert [m["id"] for m in resp.json()["data"]] == ["BAAI/bge-large-en-v1.5"]
+
+
+@pytest.mark.usefixtures("crds")
+def test_a_host_without_an_order_in_the_cluster_is_not_found(namespace: str, prober: Prober) -> None:
+    assert prober.probe(f"https://ghost.{namespace}.svc", None).detail.endswith("answered HTTP 404.")
+
+
+@pytest.mark.usefixtures("crds")
+def test_an_external_host_is_matched_against_the_orders_endpoint_url(
+    api: k8s.ApiClient, namespace: str, prober: Prober
+) -> None:
+    create_order(api, namespace, "public", "Qwen/Qwen2.5-0.5B-Instruct")
+    create_token_secret(api, namespace, "public", "external-token")
+    host = f"public-{namespace}.inference.example.com"
+    k8s.CustomObjectsApi(api).patch_namespaced_custom_object_status(
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        "public",
+        {"status": {"endpoint": {"url": f"https://{host}", "type": "External"}}},
+    )
+    ok = prober.probe(f"https://{host}", "external-token")
+    assert ok.ok, ok.detail
+    assert prober.probe(f"https://{host}", None).detail.endswith("answered HTTP 401.")
