@@ -23,7 +23,7 @@ LEASE = "inference-controller"
 class Candidate:
     """An elector and what its callbacks reported."""
 
-    def __init__(self, api: Any, namespace: str, identity: str, **timing: float) -> None:
+    def __init__(self, api: Any, namespace: str, identity: str, timing: dict[str, float]) -> None:
         self.started = threading.Event()
         self.stopped = threading.Event()
         self.elector = LeaderElector(
@@ -33,7 +33,9 @@ class Candidate:
             identity=identity,
             on_started_leading=self.started.set,
             on_stopped_leading=self.stopped.set,
-            **timing,
+            lease_duration=timing["lease_duration"],
+            renew_deadline=timing["renew_deadline"],
+            retry_period=timing["retry_period"],
         )
 
 
@@ -42,7 +44,7 @@ def candidates(api: Any, namespace: str) -> Iterator[Callable[..., list[Candidat
     made: list[Candidate] = []
 
     def make(*identities: str, **timing: float) -> list[Candidate]:
-        out = [Candidate(api, namespace, identity, **timing) for identity in identities]
+        out = [Candidate(api, namespace, identity, timing) for identity in identities]
         for c in out:
             c.elector.start()
         made.extend(out)
