@@ -358,8 +358,12 @@ def _diagnose(
             )
     if not ever:
         largest = max(capable, key=lambda d: (d.memory_bytes, d.product_name))
-        most = tp_sizes[-1]
-        tp = f" (at most {most} per replica: {most * largest.memory_bytes // GIB} GiB)" if most > 1 else ""
+        per_node: dict[str, int] = {}
+        for d in capable:
+            if d.product_name == largest.product_name and d.kind != "mig":
+                per_node[d.node] = per_node.get(d.node, 0) + 1
+        most = max((n for n in tp_sizes if n <= max(per_node.values(), default=1)), default=1)
+        tp = f" (up to {most} on one node: {most * largest.memory_bytes // GIB} GiB)" if most > 1 else ""
         return _fail(
             reasons.NO_ACCELERATOR_WITH_ENOUGH_MEMORY,
             f"needs {format_gib(need)} per replica; largest allowed device is {largest.product_name} with "

@@ -1,0 +1,68 @@
+"""The vLLM adapter: the container args a launch plan carries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.planner.vllm import MODEL_PATH, TLS_CERT, TLS_KEY, VllmLaunch, vllm_args
+from shared import names
+from tests.unit.planner.builders import LLAMA_8B, QWEN_32B_AWQ
+
+
+def make_launch(**changes: Any) -> VllmLaunch:
+    fields: dict[str, Any] = {
+        "facts": LLAMA_8B,
+        "endpoint_type": "Chat",
+        "served_model_name": "meta-llama/Llama-3.1-8B-Instruct",
+        "tensor_parallel_size": 1,
+        "max_model_len": 8192,
+        "gpu_memory_utilization": 0.9,
+        "quantization": "none",
+        "compute_capability": (8, 9),
+        "requires_token": True,
+    }
+    fields.update(changes)
+    return VllmLaunch(**fields)
+
+
+def flag(args: list[str], name: str) -> str | None:
+    return args[args.index(name) + 1] if name in args else None
+
+
+def test_a_chat_launch_names_the_model_port_lengths_and_tls() -> None:
+    args = vllm_args(make_launch())
+    assert flag(args, "--model") == MODEL_PATH
+    assert MODEL_PATH.startswith(names.MODEL_MOUNT_PATH)
+    assert flag(args, "--served-model-name") == "meta-llama/Llama-3.1-8B-Instruct"
+    assert flag(args, "--port") == str(names.RUNTIME_PORT)
+    assert flag(args, "--tensor-parallel-size") == "1"
+    assert flag(args, "--max-model-len") == "8192"
+    assert flag(args, "--gpu-memory-utilization") == "0.9"
+    assert (flag(args, "--ssl-certfile"), flag(args, "--ssl-keyfile")) == (TLS_CERT, TLS_KEY)
+    assert TLS_CERT.startswith(names.TLS_MOUNT_PATH)
+    assert f"--api-key=$({names.API_KEY_ENV})" in args
+    assert "--quantization" not in args
+    assert "--runner" not in args
+
+
+@pytest.mark.parametrize(
+    ("capability", "expected"), [((8, 0), "awq_marlin"), ((9, 0), "awq_marlin"), ((7, 5), "awq")]
+)
+def test_awq_uses_the_marlin_kernel_from_ampere_on(capability: tuple[int, int], expected: str) -> None:
+    args = vllm_args(make_launch(facts=QWEN_32B_AWQ, quantization="awq", compute_capability=capability))
+    assert flag(args, "--quantization") == expected
+
+
+@pytest.mark.parametrize(("endpoint", "convert"), [("Embeddings", "embed"), ("Rerank", "classify")])
+def test_pooling_endpoints_use_the_pooling_runner(endpoint: str, convert: str) -> None:
+    args = vllm_args(make_launch(endpoint_type=endpoint))
+    assert flag(args, "--runner") == "pooling"
+    assert flag(args, "--convert") == convert
+
+
+def test_without_a_token_there_is_no_api_key_and_extra_args_come_last() -> None:
+    args = vllm_args(make_launch(requires_token=False, extra_args=("--enable-prefix-caching",)))
+    assert not any(a.startswith("--api-key") for a in args)
+    assert args[-1] == "--enable-prefix-caching"
