@@ -25,7 +25,9 @@ from shared.quantity import QuantityError, parse_quantity
 
 DeviceKey = tuple[str, str, str]  # (driver, pool, device name): how allocation results name a device
 
-_ITERATING = re.compile(r"\b(size|all|exists|exists_one|map|filter)\s*\(")
+# Expressions the memo cannot see through: macros and size() over maps, computed names
+# (``+``, an index that is not a string literal).
+_ITERATING = re.compile(r"\b(size|all|exists|exists_one|map|filter)\s*\(|\+|\[\s*[^\"'\s]")
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-/]*")
 
 

@@ -160,3 +160,19 @@ def test_own_claims_can_be_named_one_by_one() -> None:
     claims = [make_claim("support-llm-7f9c-gpu-x2", "support", [L4_0])]
     inv = inventory_of(small_fleet(), claims, own_claims=["support-llm-7f9c-gpu-x2"], namespace="support")
     assert inv.held == frozenset({L4_0})
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        'device.attributes["gpu.nvidia.com"]["product" + "Name"] == "NVIDIA L4"',
+        'device.attributes["gpu.nvidia.com"].exists(k, k == "productName") && '
+        'device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"',
+        'device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"',
+    ],
+)
+def test_a_class_selector_is_judged_the_same_with_or_without_the_memo(selector: str) -> None:
+    outcome = plan(inventory_of(small_fleet()), LLAMA_8B, class_spec=make_class(selector=selector))
+    assert outcome.ok, outcome.message
+    assert outcome.plan is not None
+    assert outcome.plan.product_name == "NVIDIA L4"
