@@ -97,7 +97,9 @@ class LeaderElector:
             return
         self._leading.set()
         log.info("%s leads %s/%s", self.identity, self.namespace, self.name)
-        threading.Thread(target=self._call, args=(self.on_started_leading,), name="started-leading").start()
+        threading.Thread(
+            target=self._call, args=(self.on_started_leading,), name="started-leading", daemon=True
+        ).start()
         try:
             self._renew()
         finally:
