@@ -442,8 +442,6 @@ _STANDARD = frozenset(
 ALLOWED_FUNCTIONS: frozenset[str] = _STANDARD | frozenset(_EXTENSIONS)
 """Every function or method name a selector may call."""
 
-_ENV = celpy.Environment()
-
 
 def _calls(tree: lark.Tree[lark.Token]) -> Iterator[tuple[str, int | None, int | None]]:
     """Every called function or method name in the tree, with its line and column."""
@@ -459,7 +457,7 @@ def _compile(expr: str) -> lark.Tree[lark.Token]:
     if not expr.strip():
         raise CelError("the selector is empty")
     try:
-        tree = _ENV.compile(expr)
+        tree = celpy.Environment().compile(expr)
     except CELParseError as e:
         raise CelError(_syntax_message(expr, e.line, e.column)) from e
     unknown = sorted(
@@ -518,7 +516,8 @@ class Selector:
 def compile_selector(expr: str) -> Selector:
     """Compile a selector; raises CelError (the same message ``selector_error`` returns)."""
     tree = _compile(expr)
-    return Selector(expression=expr, _runner=_ENV.program(tree, functions=dict(_EXTENSIONS)))
+    # a fresh Environment per selector: celpy's keeps the last program it made
+    return Selector(expression=expr, _runner=celpy.Environment().program(tree, functions=dict(_EXTENSIONS)))
 
 
 def _eval_message(e: CELEvalError) -> str:
