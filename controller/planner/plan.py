@@ -66,12 +66,10 @@ class LaunchPlan(BaseModel):
     max_model_len: int
     gpu_memory_utilization: float
     endpoint_type: EndpointType
-    needs_bytes: int = Field(
-        description="Estimated accelerator memory of one replica, before the utilization cap."
-    )
+    needs_bytes: int = Field(default=0, description="Estimated weights plus minimum KV cache of one replica.")
 
     def summary(self) -> str:
-        """``1 x NVIDIA H100 80GB HBM3 (80 GiB, Exclusive) with recipe vllm``."""
+        """``1 x NVIDIA H100 80GB HBM3 (80 GiB, Exclusive) from gpu.nvidia.com with recipe vllm``."""
         share = f"{self.share_percent}% " if self.sharing_mode in SHARED_MODES else ""
         return (
             f"{self.accelerator_count} x {self.product_name} ({share}{self.accelerator_memory_gib} GiB, "
