@@ -2,8 +2,8 @@
 
 The controller calls ``build_inventory`` on the informer caches, then ``plan_order`` per order.
 Modules: ``estimate`` (memory), ``inventory`` (devices, classes, allocations), ``placement``
-(candidates, smallest fit), ``recipes`` (runtime matching), ``vllm`` (the runtime adapter) and
-``plan`` (the entry point and the reasons).
+(candidates, smallest fit), ``recipes`` (runtime matching), ``vllm`` (the runtime adapter),
+``diagnose`` (the reason when nothing fits) and ``plan`` (the entry point).
 """
 
 from controller.planner.inventory import Device, Inventory, build_inventory

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.facts import ModelFacts
+from controller.planner.diagnose import diagnose
 from controller.planner.estimate import MemoryEstimate, disk_bytes, estimate_memory
 from controller.planner.inventory import Device, DeviceKey, Inventory, SelectorCache
 from controller.planner.placement import SHARED_MODES, Candidate, candidates, tensor_parallel_sizes
@@ -36,7 +37,7 @@ from shared import reasons
 from shared.api.enums import EndpointType, PlacementMode, SharingMode
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.recipe import InferenceRecipe
-from shared.cel import CelError, Selector, Semver, compile_selector
+from shared.cel import CelError, Selector, compile_selector
 from shared.quantity import GIB, format_gib, to_quantity_gi
 
 DEFAULT_MAX_ACCELERATORS = 8
@@ -157,14 +158,18 @@ def plan_order(request: PlanRequest) -> PlanOutcome:
 
     cache = SelectorCache()
     eligible: dict[str, list[Device]] = {c: [] for c in allowed}
-    try:
-        for d in inv.devices:
-            classes = [c for c in allowed if c in d.device_classes]
-            if classes and (selector is None or cache.matches(selector, d.view)):
-                for c in classes:
-                    eligible[c].append(d)
-    except CelError as e:
-        return _fail(reasons.PLACEMENT_UNDECIDABLE, f"`spec.placement.selector` of the class fails: {e}.")
+    for d in inv.devices:
+        classes = [c for c in allowed if c in d.device_classes]
+        try:
+            if not classes or (selector is not None and not cache.matches(selector, d.view)):
+                continue
+        except CelError as e:
+            return _fail(
+                reasons.PLACEMENT_UNDECIDABLE,
+                f"`spec.placement.selector` of the class fails on {d.label}: {e}.",
+            )
+        for c in classes:
+            eligible[c].append(d)
 
     estimate = estimate_memory(facts)
     modes = list(placement.sharing_modes or ["Exclusive"])
@@ -190,7 +195,17 @@ def plan_order(request: PlanRequest) -> PlanOutcome:
             )
             if found:
                 return _planned(request, found[0], estimate, method)
-    return _diagnose(request, eligible, modes, estimate, choices, tp_sizes, method)
+    reason, message = diagnose(
+        facts=facts,
+        eligible=eligible,
+        modes=modes,
+        estimate=estimate,
+        choices=choices,
+        tp_sizes=tp_sizes,
+        method=method,
+        holds_devices=bool(inv.held),
+    )
+    return _fail(reason, message)
 
 
 def _keep_previous(
@@ -309,78 +324,3 @@ def _mig_share(inv: Inventory, device: Device) -> int:
         return max(1, min(100, round(device.memory_bytes * 100 / parent.memory_bytes)))
     m = re.match(r"^(\d+)g\.", device.profile or "")
     return max(1, min(100, round(int(m.group(1)) * 100 / 7))) if m else 100
-
-
-def _diagnose(
-    request: PlanRequest,
-    eligible: dict[str, list[Device]],
-    modes: Sequence[str],
-    estimate: MemoryEstimate,
-    choices: Sequence[RecipeChoice],
-    tp_sizes: Sequence[int],
-    method: str,
-) -> PlanOutcome:
-    devices = sorted({d.key: d for ds in eligible.values() for d in ds}.values(), key=lambda d: d.key)
-    util = max(c.recipe.spec.gpu_memory_utilization or 0.9 for c in choices)
-    need = estimate.per_device_need(1, util)
-    if not devices:
-        classes = ", ".join(eligible)
-        return _fail(
-            reasons.NO_ACCELERATOR_WITH_ENOUGH_MEMORY,
-            f"needs {format_gib(need)} per replica; no device of {classes} matches the class's placement.",
-        )
-    capable = [d for d in devices if any(_runs(c, d) for c in choices)]
-    if not capable:
-        least = min(c.min_capability for c in choices if c.min_capability is not None)
-        best = max(devices, key=lambda d: (d.compute_capability or Semver(0, 0, 0), d.product_name))
-        cap = best.compute_capability
-        reach = f"{cap.major}.{cap.minor}" if cap else "an unknown capability"
-        return _fail(
-            reasons.QUANTIZATION_MISMATCH,
-            f"{facts_label(request.facts)} needs compute capability {least.major}.{least.minor} or more for "
-            f"{method}; the allowed devices reach at most {reach} ({best.product_name}).",
-        )
-    capable_keys = {d.key for d in capable}
-    ever: list[Candidate] = []
-    for device_class, ds in eligible.items():
-        for mode in modes:
-            ever += candidates(
-                device_class=device_class,
-                mode=mode,
-                devices=[d for d in ds if d.key in capable_keys],
-                inventory=None,
-                busy=frozenset(),
-                estimate=estimate,
-                choices=choices,
-                tp_sizes=tp_sizes,
-            )
-    if not ever:
-        largest = max(capable, key=lambda d: (d.memory_bytes, d.product_name))
-        per_node: dict[str, int] = {}
-        for d in capable:
-            if d.product_name == largest.product_name and d.kind != "mig":
-                per_node[d.node] = per_node.get(d.node, 0) + 1
-        most = max((n for n in tp_sizes if n <= max(per_node.values(), default=1)), default=1)
-        tp = f" (up to {most} on one node: {most * largest.memory_bytes // GIB} GiB)" if most > 1 else ""
-        return _fail(
-            reasons.NO_ACCELERATOR_WITH_ENOUGH_MEMORY,
-            f"needs {format_gib(need)} per replica; largest allowed device is {largest.product_name} with "
-            f"{largest.memory_bytes // GIB} GiB{tp}.",
-        )
-    ever.sort(key=Candidate.sort_key)
-    smallest = ever[0]
-    beyond = " beyond the place this order already holds" if request.inventory.held else ""
-    return _fail(
-        reasons.NO_CAPACITY,
-        f"needs {format_gib(need)} per replica; {smallest.count} x {smallest.first.product_name} "
-        f"({smallest.sharing_mode}) would hold it, but no such device is free now{beyond}.",
-    )
-
-
-def _runs(choice: RecipeChoice, device: Device) -> bool:
-    cap = device.compute_capability
-    return choice.min_capability is not None and cap is not None and not cap < choice.min_capability
-
-
-def facts_label(facts: ModelFacts) -> str:
-    return facts.name
