@@ -51,6 +51,11 @@ class ReloadingCertificate:
         """The context to serve with (uvicorn's ``config.ssl``)."""
         return self._server
 
+    @property
+    def current(self) -> ssl.SSLContext:
+        """The context new handshakes are handed to (the last certificate loaded)."""
+        return self._current
+
     def maybe_reload(self) -> bool:
         """Reload when the files changed since the last load; True when a new certificate is in use."""
         with self._lock:

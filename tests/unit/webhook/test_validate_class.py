@@ -1,0 +1,169 @@
+"""Validation of InferenceServiceClass: one row per rule, every problem reported at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit.webhook.builders import UNSET, make_class
+from webhook.validate_class import class_problems
+
+
+@pytest.mark.parametrize(
+    "klass",
+    [
+        pytest.param(make_class(), id="the bundled default-llm class is valid"),
+        pytest.param(
+            make_class(spec__scaling=UNSET, spec__exposure=UNSET, spec__recipes=UNSET, spec__placement__selector=UNSET,
+                       spec__modelPolicy={"allowedEndpointTypes": ["Chat"]}),
+            id="a minimal class is valid",
+        ),
+        pytest.param(make_class(spec__modelPolicy__parameterCount={"min": 500_000_000, "max": "1.5T"}),
+                     id="parameter counts mix integers and suffixes"),
+        pytest.param(make_class(spec__modelPolicy__parameterCount={"min": "7B", "max": "7B"}),
+                     id="equal parameter bounds are allowed"),
+        pytest.param(make_class(spec__scaling={"minReplicas": 2, "maxReplicas": 2}), id="equal replica bounds are allowed"),
+        pytest.param(
+            make_class(spec__placement__selector='device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0'
+                       ' && device.attributes["gpu.nvidia.com"].driverVersion.isGreaterThan(semver("550.0.0"))'),
+            id="a selector with quantity, compareTo and semver compiles",
+        ),
+    ],
+)
+def test_a_valid_class_has_no_problems(klass: dict[str, Any]) -> None:
+    assert class_problems(klass) == []
+
+
+@pytest.mark.parametrize(
+    ("klass", "problems"),
+    [
+        pytest.param(
+            make_class(spec__modelPolicy__allowedEndpointTypes=[]),
+            ["`spec.modelPolicy.allowedEndpointTypes`: must list at least one item"],
+            id="allowedEndpointTypes must not be empty",
+        ),
+        pytest.param(
+            make_class(spec__modelPolicy__allowedEndpointTypes=UNSET),
+            ["`spec.modelPolicy.allowedEndpointTypes`: is required: a list with at least one item"],
+            id="allowedEndpointTypes is required",
+        ),
+        pytest.param(
+            make_class(spec__modelPolicy__allowedEndpointTypes=["Chat", "Completion"]),
+            ['`spec.modelPolicy.allowedEndpointTypes[1]`: must be one of `Chat`, `Embeddings` or `Rerank`, '
+             'not "Completion"'],
+            id="allowedEndpointTypes must be known",
+        ),
+        pytest.param(
+            make_class(spec__modelPolicy__allowedEndpointTypes=["Chat", "Chat"]),
+            ['`spec.modelPolicy.allowedEndpointTypes[1]`: must not repeat "Chat"'],
+            id="allowedEndpointTypes must not repeat",
+        ),
+        pytest.param(
+            make_class(spec__modelPolicy__allowedSources=["Git"]),
+            ['`spec.modelPolicy.allowedSources[0]`: must be one of `HuggingFace` or `Catalog`, not "Git"'],
+            id="allowedSources must be known",
+        ),
+        pytest.param(
+            make_class(spec__modelPolicy__allowedFormats=["ONNX"]),
+            ['`spec.modelPolicy.allowedFormats[0]`: must be one of `Safetensors` or `GGUF`, not "ONNX"'],
+            id="allowedFormats must be known",
+        ),
+        pytest.param(
+            make_class(spec__modelPolicy__parameterCount={"min": "80B", "max": "7B"}),
+            ['`spec.modelPolicy.parameterCount.min`: must not be greater than `spec.modelPolicy.parameterCount.max` '
+             '("80B" > "7B")'],
+            id="parameter count min must not exceed max",
+        ),
+        pytest.param(
+            make_class(spec__modelPolicy__parameterCount={"min": "7 billion"}),
+            ['`spec.modelPolicy.parameterCount.min`: must be an integer or a string such as 500M, 7B or 1.5T, '
+             'not "7 billion"'],
+            id="a parameter count must parse",
+        ),
+        pytest.param(
+            make_class(spec__placement__deviceClassNames=[]),
+            ["`spec.placement.deviceClassNames`: must list at least one item"],
+            id="deviceClassNames must not be empty",
+        ),
+        pytest.param(
+            make_class(spec__placement__deviceClassNames=["GPU_Nvidia"]),
+            ["`spec.placement.deviceClassNames[0]`: must be the name of a DRA DeviceClass: a DNS subdomain name "
+             '(lower case letters, digits, `-` and `.`), not "GPU_Nvidia"'],
+            id="device class names are DNS subdomains",
+        ),
+        pytest.param(
+            make_class(spec__placement__sharingModes=["Exclusive", "Shared"]),
+            ['`spec.placement.sharingModes[1]`: must be one of `Exclusive`, `MIG`, `TimeSlicing` or `MPS`, '
+             'not "Shared"'],
+            id="sharing modes must be known",
+        ),
+        pytest.param(
+            make_class(spec__placement__maxAcceleratorsPerReplica=0),
+            ["`spec.placement.maxAcceleratorsPerReplica`: must be at least 1, not 0"],
+            id="at least one accelerator per replica",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"minReplicas": 0}),
+            ["`spec.scaling.minReplicas`: must be at least 1, not 0"],
+            id="minReplicas is at least 1",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"minReplicas": 4, "maxReplicas": 2}),
+            ["`spec.scaling.minReplicas`: must not be greater than `spec.scaling.maxReplicas` (4 > 2)"],
+            id="minReplicas must not exceed maxReplicas",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"minReplicas": "two"}),
+            ['`spec.scaling.minReplicas`: must be an integer, not "two"'],
+            id="replica bounds are integers",
+        ),
+        pytest.param(
+            make_class(spec__exposure={"type": "Public", "authentication": "Basic"}),
+            ['`spec.exposure.type`: must be one of `ClusterLocal` or `External`, not "Public"',
+             '`spec.exposure.authentication`: must be one of `Token` or `None`, not "Basic"'],
+            id="exposure type and authentication must be known",
+        ),
+        pytest.param(
+            make_class(spec__recipes=["vllm", "vllm"]),
+            ['`spec.recipes[1]`: must not repeat "vllm"'],
+            id="recipes must not repeat",
+        ),
+        pytest.param(
+            make_class(spec__placement=UNSET, spec__modelPolicy=UNSET),
+            ["`spec.modelPolicy`: is required", "`spec.placement`: is required"],
+            id="model policy and placement are required",
+        ),
+    ],
+)
+def test_an_invalid_class_is_refused_with_its_path(klass: dict[str, Any], problems: list[str]) -> None:
+    assert class_problems(klass) == problems
+
+
+@pytest.mark.parametrize(
+    ("selector", "position"),
+    [
+        pytest.param('device.attributes["gpu.nvidia.com"].productName.matches("H100"', "line 1, column",
+                     id="a selector with a missing parenthesis is refused with its position"),
+        pytest.param('device.attributes["gpu.nvidia.com"].productName.startsWithh("H")', "line 1, column",
+                     id="a selector calling an unknown function is refused with its position"),
+    ],
+)
+def test_a_selector_that_does_not_compile_is_refused_with_the_position(selector: str, position: str) -> None:
+    (problem,) = class_problems(make_class(spec__placement__selector=selector))
+    assert problem.startswith("`spec.placement.selector`: must be a CEL expression DRA can evaluate: ")
+    assert position in problem
+
+
+def test_all_problems_of_a_class_are_reported_at_once() -> None:
+    klass = make_class(
+        spec__modelPolicy__allowedEndpointTypes=[],
+        spec__placement__selector="device.(",
+        spec__scaling={"minReplicas": 3, "maxReplicas": 1},
+    )
+    paths = [p.split(":")[0] for p in class_problems(klass)]
+    assert paths == [
+        "`spec.modelPolicy.allowedEndpointTypes`",
+        "`spec.placement.selector`",
+        "`spec.scaling.minReplicas`",
+    ]
