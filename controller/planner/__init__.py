@@ -3,7 +3,8 @@
 The controller calls ``build_inventory`` on the informer caches, then ``plan_order`` per order.
 Modules: ``estimate`` (memory), ``inventory`` (devices, classes, allocations), ``placement``
 (candidates, smallest fit), ``recipes`` (runtime matching), ``vllm`` (the runtime adapter),
-``diagnose`` (the reason when nothing fits) and ``plan`` (the entry point).
+``diagnose`` (the reason when nothing fits), ``selectors`` (memoised CEL over many devices) and
+``plan`` (the entry point).
 """
 
 from controller.planner.inventory import Device, Inventory, build_inventory

@@ -14,21 +14,16 @@ that place, the place is not published"), and the planner may keep an unchanged 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from controller.planner.selectors import SelectorCache
 from shared.cel import CelError, DeviceView, Selector, Semver, compile_selector, device_view
 from shared.quantity import QuantityError, parse_quantity
 
 DeviceKey = tuple[str, str, str]  # (driver, pool, device name): how allocation results name a device
-
-# Expressions the memo cannot see through: macros and size() over maps, computed names
-# (``+``, an index that is not a string literal).
-_ITERATING = re.compile(r"\b(size|all|exists|exists_one|map|filter)\s*\(|\+|\[\s*[^\"'\s]")
-_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-/]*")
 
 
 @dataclass(frozen=True)
@@ -256,59 +251,3 @@ def _device(driver: str, pool: str, node: str, raw: Mapping[str, Any]) -> Device
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-class SelectorCache:
-    """Memoised selector results: devices that differ only in names the expression never mentions
-    (uuid, index ...) get the same answer. Expressions that iterate or size a map are not memoised.
-
-    A local helper of one planning call or one inventory build, never shared between them.
-    """
-
-    def __init__(self) -> None:
-        self._results: dict[tuple[str, object], bool] = {}
-        self._words: dict[str, frozenset[str] | None] = {}
-
-    def matches(self, selector: Selector, view: DeviceView) -> bool:
-        words = self._words.get(selector.expression, frozenset())
-        if words == frozenset() and selector.expression not in self._words:
-            words = None if _ITERATING.search(selector.expression) else _mentioned(selector.expression)
-            self._words[selector.expression] = words
-        if words is None:
-            return selector.matches(view)
-        key = (selector.expression, _projection(view, words))
-        hit = self._results.get(key)
-        if hit is None:
-            hit = selector.matches(_project(view, words))
-            self._results[key] = hit
-        return hit
-
-
-def _mentioned(expression: str) -> frozenset[str]:
-    found: set[str] = set()
-    for word in _WORDS.findall(expression):
-        found.update(part for part in re.split(r"[.\"']", word) if part)
-    for literal in re.findall(r"\"([^\"]*)\"|'([^']*)'", expression):
-        found.update(x for x in literal if x)
-    return frozenset(found)
-
-
-def _projection(view: DeviceView, words: frozenset[str]) -> object:
-    return (
-        view.driver,
-        tuple(
-            (d, tuple((k, vals[k]) for k in sorted(words & vals.keys())))
-            for d, vals in view.attributes.items()
-        ),
-        tuple(
-            (d, tuple((k, vals[k]) for k in sorted(words & vals.keys()))) for d, vals in view.capacity.items()
-        ),
-    )
-
-
-def _project(view: DeviceView, words: frozenset[str]) -> DeviceView:
-    return DeviceView(
-        driver=view.driver,
-        attributes={d: {k: v for k, v in vals.items() if k in words} for d, vals in view.attributes.items()},
-        capacity={d: {k: v for k, v in vals.items() if k in words} for d, vals in view.capacity.items()},
-    )

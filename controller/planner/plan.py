@@ -29,9 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from controller.facts import ModelFacts
 from controller.planner.diagnose import diagnose
 from controller.planner.estimate import MemoryEstimate, disk_bytes, estimate_memory
-from controller.planner.inventory import Device, DeviceKey, Inventory, SelectorCache
+from controller.planner.inventory import Device, DeviceKey, Inventory
 from controller.planner.placement import SHARED_MODES, Candidate, candidates, tensor_parallel_sizes
 from controller.planner.recipes import RecipeChoice, model_recipes, ordered_recipes, quantization_method
+from controller.planner.selectors import SelectorCache
 from controller.planner.vllm import VllmLaunch, vllm_args
 from shared import reasons
 from shared.api.enums import EndpointType, PlacementMode, SharingMode
