@@ -139,8 +139,11 @@ class Informer:
                 if self._resource_version is None:
                     self._relist()
                     failures = 0
-                self._watch()
-                failures = 0
+                if self._watch():
+                    failures = 0
+                else:  # ended without a single event: do not spin on a server that hangs up at once
+                    failures += 1
+                    self._stop.wait(backoff(failures, base=self.min_backoff, cap=self.max_backoff))
             except Gone as e:
                 log.info("%s: %s; listing again", self.resource.plural, e)
                 self._resource_version = None
@@ -193,8 +196,9 @@ class Informer:
         for change in changes:
             self._dispatch(change)
 
-    def _watch(self) -> None:
-        """Watch from the last resourceVersion until the server ends the watch (a normal return)."""
+    def _watch(self) -> int:
+        """Watch from the last resourceVersion until the server ends the watch (a normal return);
+        how many events (bookmarks included) it carried."""
         query = {
             **self._query(),
             "watch": True,
@@ -212,13 +216,16 @@ class Informer:
         with self._lock:
             self._response = resp
         self.watches += 1
+        events = 0
         try:
-            if self._stop.is_set():
-                return
+            if self._stop.is_set():  # stop() ran before the response was stored: it could not cut it
+                return events
             for line in self._lines(resp):
-                self._handle_line(line)
                 if self._stop.is_set():
-                    return
+                    break
+                self._handle_line(line)
+                events += 1
+            return events
         finally:
             with self._lock:
                 self._response = None
