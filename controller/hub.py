@@ -11,7 +11,8 @@ What it costs, in HTTP requests to the Hub, for N orders of one model (same repo
 - the facts of a commit are fetched once and cached per (repo, commit) for the life of the
   process (a commit never changes): one ``GET config.json`` when the repo has one, plus one
   ``Range`` GET per safetensors file (``model.safetensors``, or the index and then each shard;
-  a second GET only for a shard whose header exceeds 100 kB). GGUF repos need no file request;
+  a second GET only for a shard whose header exceeds 100 kB). A GGUF repo costs one ``Range`` GET
+  of the served file's first 256 kB, for the config numbers in its header;
 - a gated repository's model info is public, so a token that did not fetch the facts itself
   proves its access with one ``HEAD`` of a file, cached with the revision.
 
@@ -49,11 +50,23 @@ from huggingface_hub.hf_api import ModelInfo
 from huggingface_hub.utils._headers import build_hf_headers
 
 from controller.facts import ModelFacts
-from controller.model_facts import ModelFactsError, TensorMeta, model_facts
+from controller.model_facts import (
+    ModelFactsError,
+    TensorMeta,
+    gguf_parts,
+    model_facts,
+    parse_gguf_header,
+    pick_gguf,
+    sibling_sizes,
+    weight_format,
+)
 
 T = TypeVar("T")
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
+GGUF_HEADER_BYTES = 256 * 1024
+"""How much of a GGUF file is read for its metadata: llama.cpp writes the architecture keys before
+the tokenizer arrays, so they are well within this."""
 
 
 class ModelNotFound(Exception):  # noqa: N818 - named after the reason it becomes
@@ -176,8 +189,16 @@ class HubClient:
                 repo_id, commit, token, lambda: self._get_json(repo_id, commit, "config.json", token)
             )
         tensors = self._tensors(repo_id, commit, names, token)
+        gguf_metadata = self._gguf_metadata(repo_id, commit, doc, token) if tensors is None else None
         try:
-            return model_facts(repo_id=repo_id, commit=commit, info=doc, config=config, tensors=tensors)
+            return model_facts(
+                repo_id=repo_id,
+                commit=commit,
+                info=doc,
+                config=config,
+                tensors=tensors,
+                gguf_metadata=gguf_metadata,
+            )
         except ModelFactsError as e:
             raise ModelNotFound(str(e)) from None
 
@@ -208,6 +229,33 @@ class HubClient:
             )
             tensors.extend(TensorMeta(n, t.dtype, tuple(t.shape)) for n, t in meta.tensors.items())
         return tensors
+
+    def _gguf_metadata(
+        self, repo_id: str, commit: str, doc: dict[str, Any], token: str | None
+    ) -> dict[str, Any] | None:
+        """The header key/values of the GGUF file that will be served (one Range GET), if any."""
+        files = sibling_sizes(doc)
+        if weight_format(files) != "GGUF":
+            return None
+        first = gguf_parts(files, pick_gguf(files)[0])[0]
+        url = hf_hub_url(repo_id, first, revision=commit, endpoint=self.endpoint)
+
+        def read() -> bytes:
+            headers = {**build_hf_headers(token=token or False), "Range": f"bytes=0-{GGUF_HEADER_BYTES - 1}"}
+            with get_session().stream("GET", url, headers=headers, timeout=self._timeout) as response:
+                hf_raise_for_status(response)
+                data = b""
+                for chunk in response.iter_bytes():  # a server ignoring Range must not send us gigabytes
+                    data += chunk
+                    if len(data) >= GGUF_HEADER_BYTES:
+                        break
+                return data[:GGUF_HEADER_BYTES]
+
+        data = self._call(repo_id, commit, token, read)
+        try:
+            return parse_gguf_header(data)
+        except ModelFactsError:
+            return None  # the model info's `gguf` facts still hold; only the config numbers are missing
 
     def _get_json(self, repo_id: str, commit: str, filename: str, token: str | None) -> dict[str, Any]:
         url = hf_hub_url(repo_id, filename, revision=commit, endpoint=self.endpoint)

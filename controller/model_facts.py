@@ -3,7 +3,8 @@
 Called by ``controller.hub`` with what it fetched: the model-info document as the Hub API returns
 it (``pipeline_tag``, ``tags``, ``library_name``, ``gated``, ``siblings``, ``safetensors``,
 ``config``, ``gguf``), the repository's ``config.json`` (None when it has none, e.g. GGUF repos),
-and the tensors listed in the safetensors headers (None when they were not read).
+the tensors listed in the safetensors headers (None when they were not read), and for GGUF
+repositories the key/values of the served file's GGUF header (``parse_gguf_header``).
 
 How each fact is derived:
 
@@ -24,13 +25,18 @@ How each fact is derived:
   (what the memory estimate needs).
 - **Context length**: ``max_position_embeddings`` (or ``n_positions``, ``max_sequence_length``,
   ``seq_length``, ``n_ctx``), minus the padding offset for RoBERTa-family encoders; for GGUF
-  ``gguf.context_length``; the ``sliding_window`` only when nothing else is known.
+  ``<arch>.context_length`` of the header, else ``gguf.context_length`` of the model info; the
+  ``sliding_window`` only when nothing else is known.
+- **Config numbers** (layers, heads, KV heads, head dim, hidden size): config.json; for GGUF the
+  header's ``<arch>.block_count``, ``<arch>.attention.head_count[_kv]``, ``<arch>.embedding_length``
+  and ``<arch>.attention.key_length``.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -115,6 +121,7 @@ def model_facts(
     info: Mapping[str, Any],
     config: Mapping[str, Any] | None,
     tensors: Sequence[TensorMeta] | None = None,
+    gguf_metadata: Mapping[str, Any] | None = None,
 ) -> ModelFacts:
     """The facts of ``repo_id`` at ``commit``. Raises ``ModelFactsError`` for a repo without weights."""
     files = sibling_sizes(info)
@@ -125,6 +132,8 @@ def model_facts(
             "only those formats can be served."
         )
     cfg: Mapping[str, Any] = config or info.get("config") or {}
+    if fmt == "GGUF" and not config and gguf_metadata:
+        cfg = {**cfg, **config_from_gguf(gguf_metadata)}
     text_cfg: Mapping[str, Any] = cfg.get("text_config") or cfg
     gguf: Mapping[str, Any] = info.get("gguf") or {}
     architecture = _architecture(cfg, gguf)
@@ -257,6 +266,109 @@ def pick_gguf(files: Mapping[str, int | None]) -> tuple[str, int | None]:
     if chosen is None:
         chosen = min(groups, key=lambda b: (size(b) or 0, b))
     return chosen, size(chosen)
+
+
+def gguf_parts(files: Mapping[str, Any], chosen: str) -> list[str]:
+    """The file names of the GGUF file ``chosen`` (as ``pick_gguf`` names it), first part first."""
+    return sorted(name for name in files if name.endswith(".gguf") and _GGUF_PART.sub("", name) == chosen)
+
+
+class _TruncatedError(Exception):
+    pass
+
+
+_GGUF_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
+
+
+def parse_gguf_header(data: bytes) -> dict[str, Any]:
+    """The metadata key/values at the start of a GGUF (v2/v3) file.
+
+    ``data`` may be only the first bytes of the file: key/values cut off at its end are left out.
+    Arrays (the tokenizer's) are returned as their length only.
+    """
+    if data[:4] != b"GGUF" or len(data) < 24:
+        raise ModelFactsError("not a GGUF file: the header does not start with `GGUF`")
+    version, _tensors, count = struct.unpack_from("<IQQ", data, 4)
+    if version < 2:
+        raise ModelFactsError(f"GGUF version {version} is not supported")
+    out: dict[str, Any] = {}
+    pos = 24
+    try:
+        for _ in range(count):
+            key, pos = _gguf_string(data, pos)
+            (vtype,) = _unpack("<I", data, pos)
+            value, pos = _gguf_value(data, pos + 4, vtype)
+            out[key] = value
+    except _TruncatedError:
+        pass
+    return out
+
+
+def _unpack(fmt: str, data: bytes, pos: int) -> tuple[Any, ...]:
+    if pos + struct.calcsize(fmt) > len(data):
+        raise _TruncatedError
+    return struct.unpack_from(fmt, data, pos)
+
+
+def _gguf_string(data: bytes, pos: int) -> tuple[str, int]:
+    (n,) = _unpack("<Q", data, pos)
+    end = pos + 8 + n
+    if end > len(data):
+        raise _TruncatedError
+    return data[pos + 8 : end].decode("utf-8", errors="replace"), end
+
+
+def _gguf_value(data: bytes, pos: int, vtype: int) -> tuple[Any, int]:
+    if vtype in _GGUF_SCALARS:
+        fmt = _GGUF_SCALARS[vtype]
+        return _unpack(fmt, data, pos)[0], pos + struct.calcsize(fmt)
+    if vtype == 8:
+        return _gguf_string(data, pos)
+    if vtype == 9:
+        etype, n = _unpack("<IQ", data, pos)
+        pos += 12
+        if etype in _GGUF_SCALARS:
+            end = pos + n * struct.calcsize(_GGUF_SCALARS[etype])
+            if end > len(data):
+                raise _TruncatedError
+            return n, end
+        for _ in range(n):
+            _, pos = _gguf_value(data, pos, etype)
+        return n, pos
+    raise ModelFactsError(f"unknown GGUF value type {vtype}")
+
+
+def config_from_gguf(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """config.json-style numbers from GGUF key/values (``<arch>.block_count``...)."""
+    arch = metadata.get("general.architecture")
+    if not isinstance(arch, str):
+        return {}
+    keys = {
+        "num_hidden_layers": "block_count",
+        "num_attention_heads": "attention.head_count",
+        "num_key_value_heads": "attention.head_count_kv",
+        "hidden_size": "embedding_length",
+        "head_dim": "attention.key_length",
+        "max_position_embeddings": "context_length",
+    }
+    out: dict[str, Any] = {}
+    for name, key in keys.items():
+        value = metadata.get(f"{arch}.{key}")
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[name] = value
+    return out
 
 
 def gguf_type(filename: str) -> str | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from standins.hub_mirror.gguf import FILE_TYPES, gguf_header
 from standins.hub_mirror.tensors import Tensor, tensors_for
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "hub_data" / "repos"
@@ -129,6 +130,8 @@ def build_repo(facts: Mapping[str, Any]) -> Repo:
     for name, size in (facts.get("files") or {}).items():
         lfs = size >= LFS_THRESHOLD or name.endswith(_LFS_SUFFIXES)
         head = f"# {name}: placeholder of the HF mirror stand-in\n".encode() if not lfs else b""
+        if name.endswith(".gguf") and facts.get("gguf_metadata"):
+            head = _gguf_head(name, facts["gguf_metadata"])
         files[name] = RepoFile(name, int(size), head[: int(size)], lfs)
     shards = int(facts.get("safetensors_shards") or 0)
     if shards:
@@ -140,6 +143,12 @@ def build_repo(facts: Mapping[str, Any]) -> Repo:
         files.update(_safetensors_files(tensors, shards))
     repo.files = dict(sorted(files.items()))
     return repo
+
+
+def _gguf_head(name: str, metadata: Mapping[str, Any]) -> bytes:
+    file_type = next(t for t in sorted(FILE_TYPES, key=len, reverse=True) if f"-{t}." in name.upper())
+    meta = {k: v for k, v in metadata.items() if k != "tensor_count"}
+    return gguf_header(file_type=file_type, metadata=meta, tensor_count=int(metadata["tensor_count"]))
 
 
 def _text_file(name: str, text: str) -> RepoFile:

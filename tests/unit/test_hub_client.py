@@ -188,7 +188,7 @@ def test_a_branch_and_its_commit_share_the_facts_of_the_commit(hub_mirror: Runni
     ("repo_id", "requests"),
     [
         ("Qwen/Qwen2.5-0.5B-Instruct", 3),  # info, config.json, one header range
-        ("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF", 1),  # info only: gguf facts are in it
+        ("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF", 2),  # info, then the served file's header range
         ("meta-llama/Llama-3.1-70B-Instruct", 33),  # info, config, index, 30 shard headers
     ],
     ids=["a single-file model", "a GGUF repository", "a 30-shard gated model"],

@@ -6,6 +6,7 @@ standins/hub_data/README.md), not outputs of the code under test.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +17,10 @@ from controller.model_facts import (
     Quantization,
     TensorMeta,
     endpoint_types,
+    gguf_parts,
     gguf_quantization,
     model_facts,
+    parse_gguf_header,
     pick_gguf,
     quantization,
 )
@@ -68,7 +71,7 @@ CASES = [
     Expected("BAAI/bge-reranker-v2-m3", ("Rerank",), "Safetensors", "none", 567_755_777, 8192,
              24, 16, 64, "float32", "XLMRobertaForSequenceClassification"),
     Expected("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF", ("Chat",), "GGUF", "gguf-4bit", 8_030_261_312, 131072,
-             None, None, None, None, "LlamaForCausalLM"),
+             32, 8, 128, None, "LlamaForCausalLM"),
 ]  # fmt: skip
 
 
@@ -78,12 +81,25 @@ def tensors_of(repo: Repo) -> list[TensorMeta] | None:
     return [TensorMeta(t.name, t.dtype, t.shape) for t in tensors_for(repo.facts["config"])]
 
 
+def gguf_metadata_of(repo: Repo) -> dict[str, Any] | None:
+    """The header key/values of the GGUF file the controller would serve, as the mirror serves it."""
+    files = {name: f.size for name, f in repo.files.items()}
+    if not any(name.endswith(".gguf") for name in files):
+        return None
+    first = gguf_parts(files, pick_gguf(files)[0])[0]
+    return parse_gguf_header(repo.files[first].head)
+
+
 def facts_of(repo_id: str, *, with_tensors: bool = True, **info_changes: Any) -> Any:
     repo = REPOS[repo_id]
     info = {**repo.info(blobs=True), **info_changes}
-    tensors = tensors_of(repo) if with_tensors else None
     return model_facts(
-        repo_id=repo_id, commit=repo.sha, info=info, config=repo.facts.get("config"), tensors=tensors
+        repo_id=repo_id,
+        commit=repo.sha,
+        info=info,
+        config=repo.facts.get("config"),
+        tensors=tensors_of(repo) if with_tensors else None,
+        gguf_metadata=gguf_metadata_of(repo),
     )
 
 
@@ -262,3 +278,42 @@ def test_a_split_gguf_file_counts_all_its_parts() -> None:
 
 def test_without_a_preferred_gguf_type_the_smallest_file_is_served() -> None:
     assert pick_gguf({"m-Q6_K.gguf": 60, "m-Q3_K_L.gguf": 40, "m-f16.gguf": 160}) == ("m-Q3_K_L.gguf", 40)
+
+
+def gguf_bytes(*items: bytes) -> bytes:
+    return b"GGUF" + struct.pack("<IQQ", 3, 0, len(items)) + b"".join(items)
+
+
+def gguf_str(text: str) -> bytes:
+    return struct.pack("<Q", len(text)) + text.encode()
+
+
+def test_a_gguf_header_cut_short_keeps_the_keys_before_the_cut() -> None:
+    arch = gguf_str("general.architecture") + struct.pack("<I", 8) + gguf_str("llama")
+    layers = gguf_str("llama.block_count") + struct.pack("<II", 4, 32)
+    tokens = gguf_str("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 3) + b"".join(map(gguf_str, "abc"))
+    scores = gguf_str("tokenizer.ggml.scores") + struct.pack("<IIQ", 9, 6, 2) + struct.pack("<ff", 0.5, 0.25)
+    data = gguf_bytes(arch, layers, tokens, scores)
+    assert parse_gguf_header(data) == {
+        "general.architecture": "llama",
+        "llama.block_count": 32,
+        "tokenizer.ggml.tokens": 3,
+        "tokenizer.ggml.scores": 2,
+    }
+    assert parse_gguf_header(data[: len(data) - 5]) == {
+        "general.architecture": "llama",
+        "llama.block_count": 32,
+        "tokenizer.ggml.tokens": 3,
+    }
+
+
+def test_bytes_that_are_not_gguf_are_refused() -> None:
+    with pytest.raises(ModelFactsError, match="not a GGUF file"):
+        parse_gguf_header(b"PK" + bytes(40))
+
+
+def test_a_gguf_repository_without_a_readable_header_still_resolves_without_config_numbers() -> None:
+    repo = REPOS["bartowski/Meta-Llama-3.1-8B-Instruct-GGUF"]
+    facts = model_facts(repo_id=repo.repo_id, commit=repo.sha, info=repo.info(blobs=True), config=None)
+    assert (facts.parameter_count, facts.context_length) == (8_030_261_312, 131072)
+    assert (facts.num_hidden_layers, facts.num_key_value_heads) == (None, None)
