@@ -16,9 +16,14 @@ What it costs, in HTTP requests to the Hub, for N orders of one model (same repo
 - a gated repository's model info is public, so a token that did not fetch the facts itself
   proves its access with one ``HEAD`` of a file, cached with the revision.
 
-So N orders within one TTL window cost 1 + F requests in all (F = the facts requests above,
-e.g. 1 + 4 for a 4-shard model: 6), and after that 1 request per TTL window per distinct
-(repo, revision, token). Concurrent callers of one key wait for the first one (single flight).
+So N orders within one TTL window cost 1 + F requests in all (F = the facts requests above: for
+a 4-shard model config.json + index + 4 headers = 6, so 7 in all), and after that 1 request per
+TTL window per distinct (repo, revision, token), 2 for a gated repo.
+
+A refusal (ModelNotFound, ModelAccessDenied) is remembered per (repo, revision, token digest) for
+``refusal_ttl`` seconds (default 10): N orders of a missing or forbidden model cost the requests of
+one attempt (1 or 2) per 10 s, and a new token (a new digest) is tried at once.
+ModelSourceUnavailable is never cached: each retry asks again. Concurrent callers of one key wait for the first one (single flight).
 
 The token is sent as ``Authorization: Bearer``, is never logged, never put in a message, and is
 cached only as a SHA-256 digest. ``token=None`` means anonymous: the process's own Hugging Face
@@ -91,7 +96,7 @@ class HubClient:
     """Fetches and caches ``ModelFacts``; one per controller process, safe to share between workers.
 
     ``on_call(outcome)`` is called once per HTTP request made, with ``ok``, ``not_found``,
-    ``denied`` or ``unavailable``; ``clock`` returns seconds (monotonic) for the revision TTL.
+    ``denied`` or ``unavailable``; ``clock`` returns seconds (monotonic) for the TTLs.
     """
 
     def __init__(
@@ -100,6 +105,7 @@ class HubClient:
         endpoint: str = DEFAULT_ENDPOINT,
         timeout: float = 10.0,
         revision_ttl: float = 60.0,
+        refusal_ttl: float = 10.0,
         max_cached_models: int = 256,
         on_call: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -108,12 +114,14 @@ class HubClient:
         self._api = HfApi(endpoint=self.endpoint, token=False)
         self._timeout = timeout
         self._ttl = revision_ttl
+        self._refusal_ttl = refusal_ttl
         self._max = max_cached_models
         self._on_call = on_call or (lambda outcome: None)
         self._clock = clock
         self._guard = threading.Lock()
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._revisions: OrderedDict[tuple[str, str, str], _Resolved] = OrderedDict()
+        self._refusals: dict[tuple[str, str, str], tuple[float, Exception]] = {}
         self._facts: OrderedDict[tuple[str, str], ModelFacts] = OrderedDict()
 
     # ---- the one public call
@@ -126,15 +134,19 @@ class HubClient:
             hit = self._cached(key)
             if hit is not None:
                 return hit
-            info = self._call(repo_id, rev, token, lambda: self._model_info(repo_id, revision, token))
-            commit = info.sha or rev
-            with self._lock((repo_id, commit)):
-                facts = self._lookup_facts((repo_id, commit))
-                if facts is None:
-                    facts = self._build(repo_id, commit, info, token)
-                    self._store_facts((repo_id, commit), facts)
-                elif info.gated:
-                    self._check_access(repo_id, commit, info, token)
+            try:
+                info = self._call(repo_id, rev, token, lambda: self._model_info(repo_id, revision, token))
+                commit = info.sha or rev
+                with self._lock((repo_id, commit)):
+                    facts = self._lookup_facts((repo_id, commit))
+                    if facts is None:
+                        facts = self._build(repo_id, commit, info, token)
+                        self._store_facts((repo_id, commit), facts)
+                    elif info.gated:
+                        self._check_access(repo_id, commit, info, token)
+            except (ModelNotFound, ModelAccessDenied) as e:
+                self._store_refusal(key, e)
+                raise
             self._store_revision(key, commit)
             return facts
 
@@ -147,7 +159,11 @@ class HubClient:
             return self._locks.setdefault(key, threading.Lock())
 
     def _cached(self, key: tuple[str, str, str]) -> ModelFacts | None:
+        """The facts cached for this key, or None; raises a refusal cached for it."""
         with self._guard:
+            refusal = self._refusals.get(key)
+            if refusal is not None and refusal[0] > self._clock():
+                raise type(refusal[1])(str(refusal[1]))
             entry = self._revisions.get(key)
             if entry is None or entry.expires <= self._clock():
                 return None
@@ -165,6 +181,13 @@ class HubClient:
             self._facts[key] = facts
             while len(self._facts) > self._max:
                 self._facts.popitem(last=False)
+
+    def _store_refusal(self, key: tuple[str, str, str], error: Exception) -> None:
+        with self._guard:
+            self._refusals[key] = (self._clock() + self._refusal_ttl, error)
+            self._revisions.pop(key, None)
+            while len(self._refusals) > 4 * self._max:
+                self._refusals.pop(next(iter(self._refusals)))
 
     def _store_revision(self, key: tuple[str, str, str], commit: str) -> None:
         with self._guard:

@@ -84,6 +84,7 @@ class MirrorHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: MirrorServer
     server_version = "hf-mirror-standin/1"
+    _record: tuple[str, str, str, bool] | None = None  # the Hub request being answered, until recorded
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read the request list
         return
@@ -105,6 +106,7 @@ class MirrorHandler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
         path = url.path
+        self._record = None
         if path.startswith("/_mirror/"):
             self._control(method, path)
             return
@@ -117,7 +119,7 @@ class MirrorHandler(BaseHTTPRequestHandler):
         elif resolve and method in ("GET", "HEAD"):
             ranged = bool(self.headers.get("Range"))
             kind = "file_head" if method == "HEAD" else ("file_range" if ranged else "file_get")
-        authorized = self._token() in state.tokens
+        self._record = (method, path, kind, self._token() in state.tokens)
         status = state.fault_for(path)
         if status is not None:
             self._error(status, "", f"Injected fault: HTTP {status}.", method)
@@ -128,7 +130,14 @@ class MirrorHandler(BaseHTTPRequestHandler):
             status = self._file(method, repo_id, rev, file)
         else:
             status = self._error(404, "", "Not found.", method)
-        state.record(Request(method, path, kind, status, authorized))
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """Records the Hub request before the client can see any answer (tests count right after)."""
+        record = getattr(self, "_record", None)
+        if record is not None:
+            self.server.state.record(Request(record[0], record[1], record[2], code, record[3]))
+            self._record = None
+        super().send_response(code, message)
 
     # ---- Hub routes
 

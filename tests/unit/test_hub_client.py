@@ -200,3 +200,32 @@ def test_what_the_first_order_of_a_model_costs(
     facts = make_client(hub_mirror).fetch_facts(repo_id=repo_id, revision=None, token=token)
     assert facts.name == repo_id
     assert len(hub_mirror.requests()) == requests
+
+
+def test_a_refusal_is_remembered_for_the_refusal_ttl(hub_mirror: RunningMirror) -> None:
+    clock = Clock()
+    client = make_client(hub_mirror, clock=clock, refusal_ttl=10.0)
+    for _ in range(50):
+        with pytest.raises(ModelNotFound):
+            client.fetch_facts(repo_id="nobody/nothing", revision=None, token=None)
+    assert len(hub_mirror.requests()) == 1
+    clock.now += 11
+    with pytest.raises(ModelNotFound):
+        client.fetch_facts(repo_id="nobody/nothing", revision=None, token=None)
+    assert len(hub_mirror.requests()) == 2
+
+
+def test_a_new_token_is_tried_at_once_after_a_refusal(hub_mirror: RunningMirror) -> None:
+    client = make_client(hub_mirror)
+    with pytest.raises(ModelAccessDenied):
+        client.fetch_facts(repo_id=LLAMA_8B, revision=None, token="hf_not_granted")
+    assert client.fetch_facts(repo_id=LLAMA_8B, revision=None, token=DEFAULT_TOKEN).gated
+
+
+def test_an_unavailable_hub_is_asked_again_on_every_retry(hub_mirror: RunningMirror) -> None:
+    client = make_client(hub_mirror)
+    hub_mirror.inject_fault(502)
+    for _ in range(3):
+        with pytest.raises(ModelSourceUnavailable, match="HTTP 502"):
+            client.fetch_facts(repo_id=QWEN_7B, revision=None, token=None)
+    assert len(hub_mirror.requests()) == 3
