@@ -12,8 +12,10 @@ import sys
 from collections.abc import Sequence
 
 import uvicorn
+from prometheus_client import CollectorRegistry
 
 from webhook.app import create_app
+from webhook.metrics import CertificateCollector
 from webhook.tls import ReloadingCertificate
 
 
@@ -29,6 +31,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=10.0,
         help="how often, at most, a new handshake checks the certificate files for a rotation (default 10)",
     )
+    parser.add_argument(
+        "--keep-alive-seconds",
+        type=float,
+        default=5.0,
+        help="close an idle client connection after this long (default 5); the next request handshakes anew",
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
 
@@ -38,8 +46,10 @@ def build_server(args: argparse.Namespace) -> uvicorn.Server:
     certificate = ReloadingCertificate(
         cert_file=args.cert_file, key_file=args.key_file, check_every=args.reload_check_seconds
     )
+    registry = CollectorRegistry()
+    registry.register(CertificateCollector(certificate))
     config = uvicorn.Config(
-        create_app(),
+        create_app(registry=registry),
         host=args.host,
         port=args.port,
         log_level=args.log_level,
@@ -47,6 +57,7 @@ def build_server(args: argparse.Namespace) -> uvicorn.Server:
         server_header=False,
         proxy_headers=False,
         lifespan="off",
+        timeout_keep_alive=max(1, round(args.keep_alive_seconds)),
     )
     config.load()
     config.ssl = certificate.context  # our own context: uvicorn's would never reload the files

@@ -6,9 +6,12 @@ tests and benchmarks can run several apps in one process.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.metrics_core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 OUTCOMES = ("allowed", "patched", "denied", "refused_request", "internal_error", "malformed")
 _BUCKETS = (0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
@@ -39,3 +42,27 @@ class WebhookMetrics:
     def observe(self, path: str, outcome: str, seconds: float) -> None:
         self._latency[path].observe(seconds)
         self._decisions[(path, outcome)].inc()
+
+
+class CertificateCounts(Protocol):
+    reloads: int
+    handshakes: int
+
+
+class CertificateCollector(Collector):
+    """Reloads of the serving certificate and TLS handshakes, read from the TLS edge at scrape time."""
+
+    def __init__(self, certificate: CertificateCounts) -> None:
+        self._certificate = certificate
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            "inference_webhook_certificate_reloads",
+            "Times the serving certificate was reloaded from its files after a rotation.",
+            value=self._certificate.reloads,
+        )
+        yield CounterMetricFamily(
+            "inference_webhook_tls_handshakes",
+            "TLS handshakes started (each new connection).",
+            value=self._certificate.handshakes,
+        )

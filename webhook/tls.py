@@ -42,6 +42,7 @@ class ReloadingCertificate:
         self._current = self._load()  # fails loudly at start: no certificate, no webhook
         self._checked = clock()
         self.reloads = 0
+        self.handshakes = 0
         self._server = _new_context()
         self._server.load_cert_chain(self._cert_file, self._key_file)
         self._server.sni_callback = self._on_client_hello
@@ -78,6 +79,7 @@ class ReloadingCertificate:
             return True
 
     def _on_client_hello(self, connection: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
+        self.handshakes += 1
         try:
             if self._clock() - self._checked >= self._check_every:
                 self.maybe_reload()

@@ -25,6 +25,7 @@ import httpx
 import pytest
 from cryptography import x509
 from kubernetes import client as k8s
+from prometheus_client.parser import text_string_to_metric_families
 
 from standins import local_webhook
 from webhook.local_pki import ServingPki, make_serving_pki
@@ -43,11 +44,17 @@ class WebhookProcess:
     """One ``python -m webhook`` process; ``stop()`` ends exactly this process."""
 
     def __init__(
-        self, pki: ServingPki, *, port: int | None = None, reload_check_seconds: float = 1.0
+        self,
+        pki: ServingPki,
+        *,
+        port: int | None = None,
+        reload_check_seconds: float = 1.0,
+        keep_alive_seconds: int = 5,
     ) -> None:
         self.pki = pki
         self.port = port or free_port()
         self.reload_check_seconds = reload_check_seconds
+        self.keep_alive_seconds = keep_alive_seconds
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = pki.cert_file.parent / f"webhook-{self.port}.log"
 
@@ -72,6 +79,8 @@ class WebhookProcess:
                 str(self.port),
                 "--reload-check-seconds",
                 str(self.reload_check_seconds),
+                "--keep-alive-seconds",
+                str(self.keep_alive_seconds),
                 "--log-level",
                 "warning",
             ],
@@ -104,6 +113,16 @@ class WebhookProcess:
         return httpx.Client(
             base_url=self.url, verify=ssl.create_default_context(cafile=str(self.pki.ca_file)), timeout=5.0
         )
+
+    def metric(self, name: str, **labels: str) -> float:
+        """A sample of the webhook's /metrics (one new TLS connection per call); 0 when absent."""
+        with self.client() as client:
+            text = client.get("/metrics").text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                    return float(sample.value)
+        return 0.0
 
     def served_serial(self) -> int:
         """The serial number of the certificate a new TLS handshake gets."""
