@@ -191,6 +191,7 @@ class HubClient:
 
     def _store_revision(self, key: tuple[str, str, str], commit: str) -> None:
         with self._guard:
+            self._refusals.pop(key, None)
             self._revisions[key] = _Resolved(commit, self._clock() + self._ttl)
             self._revisions.move_to_end(key)
             while len(self._revisions) > 4 * self._max:
