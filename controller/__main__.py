@@ -233,6 +233,14 @@ class Controller:
             except kerr.Conflict:
                 result = "conflict"
                 self.queue.add_rate_limited(key)
+            except kerr.NotFound as e:
+                result = "gone"
+                log.info("reconcile %s %s/%s: %s; dropped", kind, ns, name, e)
+                self.queue.forget(key)
+            except kerr.KubeError as e:
+                result = "error"
+                log.warning("reconcile %s %s/%s failed; requeued with backoff: %s", kind, ns, name, e)
+                self.queue.add_rate_limited(key)
             except Exception:
                 result = "error"
                 log.exception("reconcile %s %s/%s failed; requeued with backoff", kind, ns, name)
@@ -263,7 +271,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as e:
         log.error("%s", e)
         return 2
-    ctl = Controller(args, api, settings)
+    try:
+        ctl = Controller(args, api, settings)
+    except OSError as e:  # the platform CA bundle named by a setting cannot be read
+        log.error("module setting `platformCAFile`: cannot read %r: %s", settings.platform_ca_file, e.strerror or e)
+        return 2
     health = HealthServer(
         registry=ctl.registry,
         metrics_port=args.metrics_port,

@@ -33,7 +33,7 @@ from controller.planner import LaunchPlan, PlanRequest, build_inventory, plan_or
 from controller.probe import Prober
 from controller.replan import decide_plan
 from controller.settings import Settings
-from controller.status import StatusFields, build_status, status_changed, transitions
+from controller.status import StatusFields, build_status, merge_patch, status_changed, transitions
 from shared import names
 from shared import reasons as r
 from shared.api.inference_class import InferenceServiceClass
@@ -381,14 +381,18 @@ class Reconciler:
             live = self._live(obj)
             if live is not None and (live["metadata"].get("annotations") or {}).get(APPLIED_HASH) == h:
                 continue  # already applied exactly this: no write
+            log.info("apply %s %s/%s", obj["kind"], ns, obj["metadata"]["name"])
             kapi.apply(self.api, obj, field_manager=names.FIELD_MANAGER)
             self.metrics.api_writes.labels(kind=obj["kind"], verb="apply").inc()
         # Owned objects that the plan no longer wants: an Ingress after External -> ClusterLocal,
-        # ResourceClaimTemplates of earlier plans (their specs are immutable, so each plan has its own).
+        # ResourceClaimTemplates and model volumes of earlier plans (a claim template's spec is
+        # immutable and a volume cannot shrink, so each plan has its own). A volume still mounted by
+        # old pods is kept by its protection finalizer until they are gone.
         wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
         for cache, kind, api_version in (
             ("ingresses", "Ingress", "networking.k8s.io/v1"),
             ("claimtemplates", "ResourceClaimTemplate", "resource.k8s.io/v1"),
+            ("pvcs", "PersistentVolumeClaim", "v1"),
         ):
             for live in self.store.list(cache, ns):
                 meta = live["metadata"]
@@ -457,7 +461,7 @@ class Reconciler:
             "InferenceService",
             namespace=order.metadata.namespace or "",
             name=order.metadata.name,
-            status=new.to_wire(),
+            status=merge_patch(order.status.to_wire(), new.to_wire()),
             resource_version=raw["metadata"]["resourceVersion"],
         )
         self.metrics.api_writes.labels(kind="InferenceService", verb="status").inc()

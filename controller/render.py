@@ -129,14 +129,22 @@ def resource_claim_template(order: InferenceService, plan: PlanView) -> Obj:
     }
 
 
-def model_volume(order: InferenceService, plan: PlanView, settings: Settings) -> Obj:
+def model_volume_name(order: InferenceService, plan: PlanView, revision: str | None) -> str:
+    """``<order>-model-<hash>``: a new model or size gets a new volume. Volumes cannot shrink and most
+    cannot grow, and a new model needs its weights fetched afresh anyway; the old volume is deleted
+    once the Deployment no longer mounts it."""
+    key = f"{order.spec.model.src}:{order.spec.model.ref.name}@{revision or ''}:{plan.model_volume}"
+    return f"{names.model_volume(order.metadata.name)}-{names.short_hash(key)}"
+
+
+def model_volume(order: InferenceService, plan: PlanView, settings: Settings, *, revision: str | None = None) -> Obj:
     spec: Obj = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": plan.model_volume}}}
     if settings.model_storage_class:
         spec["storageClassName"] = settings.model_storage_class
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": _meta(order, names.model_volume(order.metadata.name)),
+        "metadata": _meta(order, model_volume_name(order, plan, revision)),
         "spec": spec,
     }
 
@@ -220,7 +228,7 @@ def deployment(
             {"name": names.CLAIM_NAME, "resourceClaimTemplateName": claim_template_name(order, plan)}
         ],
         "volumes": [
-            {"name": "model", "persistentVolumeClaim": {"claimName": names.model_volume(name)}},
+            {"name": "model", "persistentVolumeClaim": {"claimName": model_volume_name(order, plan, revision)}},
             {"name": "tls", "secret": {"secretName": names.tls_secret(name)}},
         ],
     }
@@ -358,7 +366,7 @@ def workload(
     endpoint = endpoint_for(order, spec, settings)
     objs = [
         resource_claim_template(order, plan),
-        model_volume(order, plan, settings),
+        model_volume(order, plan, settings, revision=revision),
         certificate(order, endpoint, settings),
         service(order),
         deployment(order, plan, spec, settings, revision=revision),

@@ -88,3 +88,19 @@ def transitions(old: InferenceServiceStatus, new: InferenceServiceStatus) -> lis
             Transition(kind, f"Phase{new.phase}", f"Phase changed from {old.phase or 'none'} to {new.phase}.")
         )
     return out
+
+
+def merge_patch(old: Mapping[str, object], new: Mapping[str, object]) -> dict[str, object]:
+    """A JSON merge patch turning ``old`` into ``new``: keys gone from ``new`` are sent as ``None``
+    (a merge patch keeps what it does not mention), nested objects recursively; lists replace whole."""
+    out: dict[str, object] = {}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            out[key] = merge_patch(before, value)
+        else:
+            out[key] = value
+    for key in old:
+        if key not in new:
+            out[key] = None
+    return out

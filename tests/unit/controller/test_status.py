@@ -44,3 +44,11 @@ def test_a_transition_records_an_event_per_changed_condition_and_phase() -> None
     reasons = [t.reason for t in transitions(first, second)]
     assert r.RESOLVED in reasons and r.MODEL_NOT_FOUND in reasons and "PhaseFailed" in reasons
     assert second.endpoint is not None and second.endpoint.url == "https://x"
+
+
+def test_the_status_patch_clears_what_the_new_status_no_longer_has() -> None:
+    from controller.status import merge_patch
+
+    old = {"phase": "Ready", "authSecretName": "x-auth", "resolved": {"cpu": "4", "sharePercent": 50}}
+    new = {"phase": "Ready", "resolved": {"cpu": "4"}}
+    assert merge_patch(old, new) == {"phase": "Ready", "authSecretName": None, "resolved": {"cpu": "4", "sharePercent": None}}
