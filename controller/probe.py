@@ -27,7 +27,11 @@ class Prober:
     def __init__(self, *, ca_file: str, address_override: str, timeout: float) -> None:
         ctx = ssl.create_default_context(cafile=ca_file or None)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        self._client = httpx.Client(verify=ctx, timeout=timeout, trust_env=False)
+        # No keep-alive: with an address override every endpoint shares one address, and a pooled
+        # connection would carry another endpoint's SNI and certificate check.
+        self._client = httpx.Client(
+            verify=ctx, timeout=timeout, trust_env=False, limits=httpx.Limits(max_keepalive_connections=0)
+        )
         self._override = address_override.strip()
 
     def close(self) -> None:
