@@ -6,11 +6,11 @@ import base64
 import json
 import re
 import ssl
-import urllib.request
 
+import httpx
 import pytest
 
-from tests.integration.platform import HF_TOKEN, Platform, hf, ns, platform  # noqa: F401 - fixtures
+from tests.integration.platform import HF_TOKEN, Platform, hf
 
 pytestmark = pytest.mark.cluster
 
@@ -27,38 +27,17 @@ def owned(p: Platform, namespace: str) -> dict[str, list[str]]:
     return got
 
 
-def call(p: Platform, url: str, token: str | None) -> dict[str, object]:
-    """GET <url>/v1/models at the runtime stand-in, verifying TLS for the endpoint's host."""
+def call(p: Platform, url: str, token: str | None) -> httpx.Response:
+    """GET <url>/v1/models at the runtime stand-in, verifying TLS for the endpoint's own host name."""
     host = url.removeprefix("https://")
     ctx = ssl.create_default_context(cafile=str(p.ca_file))
-    req = urllib.request.Request(f"https://{p.runtime.address}/v1/models")
-    req.add_header("Host", host)
+    headers = {"Host": host}
     if token:
-        req.add_header("Authorization", f"Bearer {token}")
-
-    class SNI(urllib.request.HTTPSHandler):
-        def https_open(self, r):  # type: ignore[no-untyped-def]
-            import http.client
-
-            def conn(h: str, **kw: object) -> http.client.HTTPSConnection:
-                c = http.client.HTTPSConnection(h, context=ctx, **kw)  # type: ignore[arg-type]
-                orig = c.connect
-
-                def connect() -> None:
-                    c._tunnel_host = None  # type: ignore[attr-defined]
-                    import socket
-
-                    sock = socket.create_connection((c.host, c.port), timeout=10)
-                    c.sock = ctx.wrap_socket(sock, server_hostname=host)
-
-                c.connect = connect  # type: ignore[method-assign]
-                del orig
-                return c
-
-            return self.do_open(conn, r)
-
-    with urllib.request.build_opener(SNI()).open(req, timeout=10) as resp:
-        return dict(json.loads(resp.read()))
+        headers["Authorization"] = f"Bearer {token}"
+    with httpx.Client(verify=ctx, trust_env=False, timeout=10) as c:
+        return c.get(
+            f"https://{p.runtime.address}/v1/models", headers=headers, extensions={"sni_hostname": host}
+        )
 
 
 def test_the_guides_order_reaches_ready_with_endpoint_token_and_every_status_field(
@@ -110,10 +89,10 @@ def test_the_guides_order_reaches_ready_with_endpoint_token_and_every_status_fie
     token = base64.b64decode(secret["data"]["token"]).decode()
     assert len(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))) >= 32
     models = call(platform, st["endpoint"]["url"], token)
-    assert models["data"][0]["id"] == MODEL  # type: ignore[index]
-    with pytest.raises(urllib.request.HTTPError) as refused:
-        call(platform, st["endpoint"]["url"], "wrong-token")
-    assert refused.value.code == 401
+    assert models.status_code == 200
+    assert models.json()["data"][0]["id"] == MODEL
+    assert call(platform, st["endpoint"]["url"], "wrong-token").status_code == 401
+    assert call(platform, st["endpoint"]["url"], None).status_code == 401
     # Every object is named after the order and owned by it.
     got = owned(platform, ns)
     assert got["Deployment"] == ["support-llm"]

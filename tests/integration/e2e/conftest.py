@@ -1,0 +1,5 @@
+"""End-to-end tests: the controller as a real process against the real control plane."""
+
+from tests.integration.platform import ns, platform
+
+__all__ = ["ns", "platform"]
