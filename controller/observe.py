@@ -67,6 +67,8 @@ def workload_verdict(deployment: Obj | None, pods: Sequence[Obj]) -> Verdict:
     for c in deployment.get("status", {}).get("conditions", []) or []:
         if c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded":
             return false(r.WORKLOAD_FAILED, f"The Deployment did not progress: {c.get('message', '')}")
+        if c.get("type") == "ReplicaFailure" and c.get("status") == "True":
+            return false(r.WORKLOAD_FAILED, f"The Deployment cannot create pods: {c.get('message', '')}")
     if _available(deployment) >= 1 and _rolled_out(deployment):
         n = _available(deployment)
         return true(r.AVAILABLE, f"{n} replica(s) available.")

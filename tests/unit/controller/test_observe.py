@@ -86,3 +86,12 @@ def test_scaling_is_healthy_when_the_desired_replicas_are_available() -> None:
 
 def test_own_claims_come_from_the_pods_status() -> None:
     assert observe.own_claim_names([pod("o-1", unschedulable=False, claim="o-1-gpu-x")]) == {"o-1-gpu-x"}
+
+
+def test_a_deployment_that_cannot_create_pods_has_failed() -> None:
+    dep = deployment()
+    dep["status"]["conditions"] = [
+        {"type": "ReplicaFailure", "status": "True", "message": 'no PriorityClass with name nope was found'}
+    ]
+    v = observe.workload_verdict(dep, [])
+    assert (v.reason, "PriorityClass" in v.message) == (r.WORKLOAD_FAILED, True)
