@@ -14,8 +14,20 @@ source "$here/versions.env"
 CACHE=${INFERENCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/inference-control-plane}
 BIN="$CACHE/bin"
 mkdir -p "$BIN"
-export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+# GOFLAGS from the environment (-mod=mod, -mod=vendor) must not change these builds; GOWORK neither.
+export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOWORK=off GO111MODULE=on
 log() { printf '[build] %s\n' "$*" >&2; }
+command -v go >/dev/null || { log "go is not on PATH"; exit 1; }
+
+# One build at a time per cache: parallel test sessions each call this script.
+if command -v flock >/dev/null; then
+  exec 9>"$CACHE/.build.lock"
+  flock 9
+fi
+# Work directories are removed however the script ends.
+works=()
+trap 'for w in ${works[@]+"${works[@]}"}; do rm -rf "$w"; done' EXIT
+new_work() { work=$(mktemp -d); works+=("$work"); }  # sets the caller's local `work`
 
 have() { [ -x "$CACHE/$1-$2/$1" ]; }
 link() { ln -sfn "$CACHE/$1-$2/$1" "$BIN/$1"; }
@@ -24,7 +36,7 @@ build_kube() {
   local names=(kube-apiserver kube-controller-manager kube-scheduler kubectl) missing=()
   for n in "${names[@]}"; do have "$n" "$KUBE_VERSION" || missing+=("$n"); done
   if [ ${#missing[@]} -gt 0 ]; then
-    local work; work=$(mktemp -d)
+    local work; new_work
     log "kubernetes $KUBE_VERSION: ${missing[*]} (module proxy, one go.mod, staging modules replaced)"
     local modfile
     modfile=$(cd "$work" && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
@@ -67,7 +79,7 @@ build_kube() {
 build_etcd() {
   if ! have etcd "$ETCD_VERSION"; then
     log "etcd $ETCD_VERSION (go.etcd.io/etcd/server/v3/etcdmain as a dependency)"
-    local work; work=$(mktemp -d)
+    local work; new_work
     cat > "$work/main.go" <<'GO'
 // Command etcd is go.etcd.io/etcd/server/v3/etcdmain built as a dependency, because
 // `go install go.etcd.io/etcd/v3` refuses the replace directives of the etcd root module.
@@ -82,7 +94,8 @@ import (
 func main() { etcdmain.Main(os.Args) }
 GO
     (cd "$work" && go mod init local/etcdbuild >/dev/null 2>&1 \
-      && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1 && go mod tidy >/dev/null 2>&1)
+      && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >"$work/get.log" 2>&1 && go mod tidy >>"$work/get.log" 2>&1) \
+      || { cat "$work/get.log" >&2; log "resolving go.etcd.io/etcd/server/v3@$ETCD_VERSION failed"; exit 1; }
     mkdir -p "$CACHE/etcd-$ETCD_VERSION"
     (cd "$work" && go build -trimpath -ldflags "-s -w" -o "$CACHE/etcd-$ETCD_VERSION/etcd.tmp" .)
     mv "$CACHE/etcd-$ETCD_VERSION/etcd.tmp" "$CACHE/etcd-$ETCD_VERSION/etcd"

@@ -7,6 +7,7 @@ idempotent: a healthy running plane is reused as it is, so a warm ``up`` takes a
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import pathlib
@@ -14,9 +15,11 @@ import signal
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import yaml
@@ -200,16 +203,46 @@ def _etcd_ready() -> bool:
         return False
 
 
+def kwok_module_dir() -> pathlib.Path:
+    """The pinned kwok module's source in the Go module cache, downloaded when missing.
+
+    Run from an empty directory with GOFLAGS and GOWORK cleared, so neither a go.mod nearby nor a
+    ``-mod=...`` in the environment changes what ``go mod download`` does."""
+    version = versions()["KWOK_VERSION"]
+    env = {**os.environ, "GOFLAGS": "", "GOWORK": "off", "GO111MODULE": "on"}
+    with tempfile.TemporaryDirectory(prefix="kwok-mod-") as cwd:
+        res = subprocess.run(
+            ["go", "mod", "download", "-json", f"sigs.k8s.io/kwok@{version}"],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    info = json.loads(res.stdout) if res.stdout.strip() else {}
+    if res.returncode != 0 or not info.get("Dir"):
+        raise RuntimeError(
+            f"go mod download sigs.k8s.io/kwok@{version} failed: {info.get('Error', res.stdout)}"
+        )
+    return pathlib.Path(info["Dir"])
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """One ``up``/``down`` at a time on this state directory (parallel test sessions call ``up``)."""
+    STATE.mkdir(parents=True, exist_ok=True)
+    with (STATE / ".lock").open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def kwok_stages_config(path: pathlib.Path) -> pathlib.Path:
     """kwok's default 'fast' stages, taken from the pinned kwok module (node init and heartbeat,
     pod ready/complete/delete, init containers included) and written as one config file."""
-    version = versions()["KWOK_VERSION"]
-    modcache = subprocess.run(
-        ["go", "env", "GOMODCACHE"], check=True, stdout=subprocess.PIPE, text=True
-    ).stdout.strip()
-    stage = pathlib.Path(modcache) / f"sigs.k8s.io/kwok@{version}" / "kustomize" / "stage"
-    if not stage.exists():
-        subprocess.run(["go", "mod", "download", f"sigs.k8s.io/kwok@{version}"], check=True, cwd="/tmp")
+    stage = kwok_module_dir() / "kustomize" / "stage"
     files = [
         stage / "node/fast/node-initialize.yaml",
         stage / "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
@@ -383,18 +416,23 @@ def apply_fleet(bin_dir: pathlib.Path) -> None:
 def up() -> None:
     t0 = time.monotonic()
     bin_dir = build()
-    STATE.mkdir(parents=True, exist_ok=True)
-    if all(_pid(c) for c in COMPONENTS) and api_ready():
-        log("control plane already running")
-    else:
-        start(bin_dir)
-    apply_fleet(bin_dir)
+    with _locked():
+        if all(_pid(c) for c in COMPONENTS) and api_ready():
+            log("control plane already running")
+        else:
+            start(bin_dir)
+        apply_fleet(bin_dir)
     log(
         f"ready in {time.monotonic() - t0:.1f}s: export KUBECONFIG={P.kubeconfig}; kubectl at {bin_dir / 'kubectl'}"
     )
 
 
 def down() -> None:
+    with _locked():
+        _stop_all()
+
+
+def _stop_all() -> None:
     for name in reversed(COMPONENTS):
         pid = _pid(name)
         if pid is None:
