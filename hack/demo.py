@@ -211,7 +211,7 @@ def install(demo: Demo) -> None:
         "--server-side",
         "--force-conflicts",
         "--field-manager=demo",
-        "-f",
+        "-k",
         str(demo.root / "deploy" / "crds"),
     )
     names = [f"crd/{n}.ai.deckhouse.io" for n in OUR_CRDS] + ["crd/certificates.cert-manager.io"]

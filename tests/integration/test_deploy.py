@@ -22,7 +22,7 @@ import yaml
 
 from controller.settings import parse_settings
 from hack.cert_manager import crds_dir
-from tests.cluster import launcher
+from tests.cluster import fleet, launcher
 from tests.integration.conftest import Kubectl
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -244,7 +244,8 @@ def test_the_local_overlay_has_no_in_cluster_processes_and_no_cert_manager_objec
     one(local, "ClusterRole", "inference:edit")
     data = one(local, "ConfigMap", "inference-settings")["data"]
     assert "probeAddressOverride" in data
-    parse_settings(data, {})
+    settings = parse_settings(data, {})
+    assert settings.model_storage_class == fleet.MODEL_STORAGE_CLASS, "model volumes bind to the local PVs"
 
 
 def test_production_pins_images_by_digest_and_spreads_replicas(production: list[Obj]) -> None:
