@@ -46,7 +46,7 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 @st.composite
 def mutated_reviews(draw: st.DrawFn) -> dict[str, Any]:
-    review = copy.deepcopy(draw(st.sampled_from(SEEDS)))
+    review: dict[str, Any] = copy.deepcopy(draw(st.sampled_from(SEEDS)))
     for _ in range(draw(st.integers(1, 4))):
         paths = [p for p in _paths(review) if p]
         path = draw(st.sampled_from(paths))
