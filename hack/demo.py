@@ -332,7 +332,7 @@ def wait_https(bg: procs.Background, port: int, *, ca_file: pathlib.Path, timeou
                     return
         except OSError:
             pass
-        if procs.running(bg.name, state=bg.log.parent) is None:
+        if not procs.alive(bg.pid):
             raise procs.ProcessError(
                 f"{bg.name} exited; last lines of {bg.log}:\n{procs.tail(bg.log.read_text())}"
             )
@@ -387,7 +387,7 @@ def start_controller(demo: Demo, *, hf_endpoint: str) -> None:
                     return
         except OSError:
             pass
-        if procs.running("controller", state=demo.state) is None:
+        if not procs.alive(bg.pid):
             raise procs.ProcessError(
                 f"the controller exited; last lines of {bg.log}:\n{procs.tail(bg.log.read_text())}"
             )

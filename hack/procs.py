@@ -76,7 +76,8 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -99,7 +100,7 @@ def running(name: str, *, state: pathlib.Path) -> int | None:
         cmd = cmd_file.read_text()
     except (OSError, ValueError):
         return None
-    if not _alive(pid) or _cmdline(pid) != cmd:
+    if not alive(pid) or _cmdline(pid) != cmd:
         return None
     return pid
 
@@ -114,7 +115,7 @@ def wait_for_line(bg: Background, pattern: str, *, timeout: float) -> re.Match[s
             match = regex.search(line)
             if match:
                 return match
-        if not _alive(bg.pid):
+        if not alive(bg.pid):
             raise ProcessError(f"{bg.name} exited before it was ready; last lines of {bg.log}:\n{tail(text)}")
         if time.monotonic() > deadline:
             raise ProcessError(f"{bg.name} did not print /{pattern}/ within {timeout:.0f}s:\n{tail(text)}")
@@ -137,9 +138,9 @@ def stop(name: str, *, state: pathlib.Path, grace: float = 10.0) -> bool:
     except ProcessLookupError:
         return False
     deadline = time.monotonic() + grace
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(pid):
+    if alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
     return True
