@@ -421,6 +421,7 @@ def up(demo: Demo) -> None:
     start_controller(demo, hf_endpoint=hf_endpoint)
     demo.write("runtimeAddress", runtime)
     demo.write("hfEndpoint", hf_endpoint)
+    demo.write("mirror", not demo.env.get("HF_ENDPOINT"))
     say(f"up in {time.monotonic() - t0:.0f}s")
 
 
@@ -508,7 +509,7 @@ def status(demo: Demo) -> int:
     for name in PROCESSES:
         pid = procs.running(name, state=demo.state)
         print(f"{name:16s} {'running pid ' + str(pid) if pid else 'stopped'}")
-        ok = ok and (pid is not None or (name == "hub-mirror" and bool(demo.env.get("HF_ENDPOINT"))))
+        ok = ok and (pid is not None or (name == "hub-mirror" and not demo.read("mirror")))
     return 0 if ok else 1
 
 
