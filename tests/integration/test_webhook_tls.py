@@ -35,8 +35,10 @@ def test_a_review_is_answered_over_tls(served: WebhookProcess) -> None:
 
 def test_tls_older_than_1_2_is_refused(served: WebhookProcess) -> None:
     context = ssl.create_default_context(cafile=str(served.pki.ca_file))
-    with pytest.warns(DeprecationWarning):  # the client side of this test is deliberately obsolete
+    # The client side of this test is deliberately obsolete.
+    with pytest.warns(DeprecationWarning, match="TLSVersion.TLSv1 is deprecated"):
         context.minimum_version = ssl.TLSVersion.TLSv1
+    with pytest.warns(DeprecationWarning, match="TLSVersion.TLSv1_1 is deprecated"):
         context.maximum_version = ssl.TLSVersion.TLSv1_1
     context.set_ciphers("ALL:@SECLEVEL=0")
     with (

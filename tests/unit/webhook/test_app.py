@@ -24,7 +24,9 @@ def client(registry: CollectorRegistry) -> TestClient:
 
 
 def post(client: TestClient, path: str, payload: Any) -> Any:
-    return client.post(path, content=json.dumps(payload).encode(), headers={"content-type": "application/json"})
+    return client.post(
+        path, content=json.dumps(payload).encode(), headers={"content-type": "application/json"}
+    )
 
 
 def test_a_review_is_answered_with_200_and_the_uid(client: TestClient) -> None:
@@ -34,7 +36,9 @@ def test_a_review_is_answered_with_200_and_the_uid(client: TestClient) -> None:
 
 
 def test_a_refusal_is_still_http_200(client: TestClient) -> None:
-    res = post(client, "/validate-inferenceserviceclass", make_review(make_class(spec__scaling={"minReplicas": 0})))
+    res = post(
+        client, "/validate-inferenceserviceclass", make_review(make_class(spec__scaling={"minReplicas": 0}))
+    )
     assert res.status_code == 200
     assert res.json()["response"]["allowed"] is False
 
@@ -43,16 +47,27 @@ def test_a_refusal_is_still_http_200(client: TestClient) -> None:
     ("content", "reason"),
     [
         pytest.param(b"{", "the body is not JSON", id="broken JSON"),
-        pytest.param(json.dumps({"apiVersion": "v1", "kind": "AdmissionReview", "request": {"uid": "x"}}).encode(),
-                     "`apiVersion` must be", id="wrong apiVersion"),
-        pytest.param(json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "Review"}).encode(), "`kind` must be",
-                     id="wrong kind"),
-        pytest.param(json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(),
-                     "`request` must be an object", id="no request"),
+        pytest.param(
+            json.dumps({"apiVersion": "v1", "kind": "AdmissionReview", "request": {"uid": "x"}}).encode(),
+            "`apiVersion` must be",
+            id="wrong apiVersion",
+        ),
+        pytest.param(
+            json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "Review"}).encode(),
+            "`kind` must be",
+            id="wrong kind",
+        ),
+        pytest.param(
+            json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(),
+            "`request` must be an object",
+            id="no request",
+        ),
         pytest.param(b"x" * (3 * 1024 * 1024 + 1), "3 MiB", id="more than 3 MiB"),
     ],
 )
-def test_a_malformed_body_gets_http_400_with_a_reason(client: TestClient, content: bytes, reason: str) -> None:
+def test_a_malformed_body_gets_http_400_with_a_reason(
+    client: TestClient, content: bytes, reason: str
+) -> None:
     res = client.post("/mutate-inferenceservice", content=content)
     assert res.status_code == 400
     assert res.json()["reason"] == "BadRequest"
@@ -81,10 +96,19 @@ def test_metrics_count_decisions_by_outcome_and_time_requests(
     def sample(name: str, **labels: str) -> float | None:
         return registry.get_sample_value(name, labels)
 
-    assert sample("inference_webhook_decisions_total", path="/mutate-inferenceservice", outcome="patched") == 1
-    assert sample("inference_webhook_decisions_total", path="/validate-inferenceservice", outcome="denied") == 1
-    assert sample("inference_webhook_decisions_total", path="/validate-inferenceservice", outcome="allowed") == 1
-    assert sample("inference_webhook_decisions_total", path="/validate-inferenceservice", outcome="malformed") == 1
+    assert (
+        sample("inference_webhook_decisions_total", path="/mutate-inferenceservice", outcome="patched") == 1
+    )
+    assert (
+        sample("inference_webhook_decisions_total", path="/validate-inferenceservice", outcome="denied") == 1
+    )
+    assert (
+        sample("inference_webhook_decisions_total", path="/validate-inferenceservice", outcome="allowed") == 1
+    )
+    assert (
+        sample("inference_webhook_decisions_total", path="/validate-inferenceservice", outcome="malformed")
+        == 1
+    )
     assert sample("inference_webhook_request_duration_seconds_count", path="/validate-inferenceservice") == 3
     assert "inference_webhook_request_duration_seconds_bucket" in text
 

@@ -21,7 +21,9 @@ HANG_GUARD_SECONDS = 30.0  # a guard against a hang, not a performance assertion
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=20,
 )
 SEEDS = [
@@ -76,7 +78,9 @@ def _check(res: httpx.Response, sent: Any) -> None:
         response = res.json()["response"]
         assert response["uid"] == sent["request"]["uid"]
         assert isinstance(response["allowed"], bool)
-        assert response.get("status", {}).get("code") not in (500, 403), "a handler raised instead of deciding"
+        assert response.get("status", {}).get("code") not in (500, 403), (
+            "a handler raised instead of deciding"
+        )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -106,7 +110,9 @@ def test_random_bytes_never_get_a_server_error(path: str, content: bytes) -> Non
 
 @settings(max_examples=300, deadline=None)
 @given(path=st.sampled_from(PATHS), spec=st.dictionaries(st.text(max_size=12), json_values, max_size=6))
-def test_a_random_spec_is_answered_with_a_decision_and_no_validator_raises(path: str, spec: dict[str, Any]) -> None:
+def test_a_random_spec_is_answered_with_a_decision_and_no_validator_raises(
+    path: str, spec: dict[str, Any]
+) -> None:
     route = next(r for r in ROUTES if r.path == path)
     review = make_review({"spec": spec, "metadata": {"name": "x"}}, kind=route.kind)
     res = answer(path, json.dumps(review).encode())

@@ -33,7 +33,9 @@ def test_a_valid_write_is_allowed_on_every_path(path: str, obj: dict[str, Any], 
 
 def test_an_update_may_change_the_model_and_the_class() -> None:
     old = make_order()
-    new = make_order(spec__inferenceServiceClassName="large-llm", spec__model__ref__name="meta-llama/Llama-3.1-8B")
+    new = make_order(
+        spec__inferenceServiceClassName="large-llm", spec__model__ref__name="meta-llama/Llama-3.1-8B"
+    )
     review = make_review(new, operation="UPDATE")
     review["request"]["oldObject"] = old
     assert handle(ORDER_VALIDATE, review)["response"]["allowed"] is True
@@ -45,7 +47,9 @@ def test_the_uid_is_echoed_on_a_refusal() -> None:
     assert answer["uid"] == "abc-123"
     assert answer["allowed"] is False
     assert answer["status"]["code"] == 422
-    assert answer["status"]["message"] == '`spec.model.src`: must be one of `HuggingFace` or `Catalog`, not "S3"'
+    assert (
+        answer["status"]["message"] == '`spec.model.src`: must be one of `HuggingFace` or `Catalog`, not "S3"'
+    )
 
 
 def test_several_problems_are_joined_into_one_message() -> None:

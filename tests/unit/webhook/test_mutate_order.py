@@ -39,14 +39,26 @@ def test_a_clean_order_gets_no_patch_and_no_warning() -> None:
     ("changes", "removed"),
     [
         pytest.param({"spec__runtime": {"image": "vllm"}}, ["/spec/runtime"], id="spec.runtime is removed"),
-        pytest.param({"spec__resources": {"limits": {"nvidia.com/gpu": 8}}}, ["/spec/resources"],
-                     id="spec.resources is removed"),
-        pytest.param({"spec__replicas": 3, "spec__nodeSelector": {"a": "b"}}, ["/spec/replicas", "/spec/nodeSelector"],
-                     id="every unknown top-level field is removed"),
-        pytest.param({"spec__model__ref__digest": "sha256:x"}, ["/spec/model/ref/digest"],
-                     id="an unknown nested field is removed"),
-        pytest.param({"spec__model__weird/~key": 1}, ["/spec/model/weird~1~0key"],
-                     id="a key with slash and tilde is escaped as a JSON pointer"),
+        pytest.param(
+            {"spec__resources": {"limits": {"nvidia.com/gpu": 8}}},
+            ["/spec/resources"],
+            id="spec.resources is removed",
+        ),
+        pytest.param(
+            {"spec__replicas": 3, "spec__nodeSelector": {"a": "b"}},
+            ["/spec/replicas", "/spec/nodeSelector"],
+            id="every unknown top-level field is removed",
+        ),
+        pytest.param(
+            {"spec__model__ref__digest": "sha256:x"},
+            ["/spec/model/ref/digest"],
+            id="an unknown nested field is removed",
+        ),
+        pytest.param(
+            {"spec__model__weird/~key": 1},
+            ["/spec/model/weird~1~0key"],
+            id="a key with slash and tilde is escaped as a JSON pointer",
+        ),
     ],
 )
 def test_a_field_an_order_may_not_carry_is_removed(changes: dict[str, Any], removed: list[str]) -> None:

@@ -24,10 +24,14 @@ def test_a_well_formed_review_parses() -> None:
     ("raw", "reason"),
     [
         pytest.param(b"{not json", "the body is not JSON", id="broken JSON"),
-        pytest.param(b"[1, 2]", "must be a JSON object (an AdmissionReview), not an array", id="a JSON array"),
-        pytest.param(body(apiVersion="admission.k8s.io/v1beta1"),
-                     "`apiVersion` must be `admission.k8s.io/v1`, not `admission.k8s.io/v1beta1`",
-                     id="a wrong apiVersion"),
+        pytest.param(
+            b"[1, 2]", "must be a JSON object (an AdmissionReview), not an array", id="a JSON array"
+        ),
+        pytest.param(
+            body(apiVersion="admission.k8s.io/v1beta1"),
+            "`apiVersion` must be `admission.k8s.io/v1`, not `admission.k8s.io/v1beta1`",
+            id="a wrong apiVersion",
+        ),
         pytest.param(body(kind="Pod"), "`kind` must be `AdmissionReview`, not `Pod`", id="a wrong kind"),
         pytest.param(body(request=None), "`request` must be an object", id="no request"),
         pytest.param(body(request={"uid": ""}), "`request.uid` must be a non-empty string", id="no uid"),

@@ -15,18 +15,32 @@ from webhook.validate_class import class_problems
     [
         pytest.param(make_class(), id="the bundled default-llm class is valid"),
         pytest.param(
-            make_class(spec__scaling=UNSET, spec__exposure=UNSET, spec__recipes=UNSET, spec__placement__selector=UNSET,
-                       spec__modelPolicy={"allowedEndpointTypes": ["Chat"]}),
+            make_class(
+                spec__scaling=UNSET,
+                spec__exposure=UNSET,
+                spec__recipes=UNSET,
+                spec__placement__selector=UNSET,
+                spec__modelPolicy={"allowedEndpointTypes": ["Chat"]},
+            ),
             id="a minimal class is valid",
         ),
-        pytest.param(make_class(spec__modelPolicy__parameterCount={"min": 500_000_000, "max": "1.5T"}),
-                     id="parameter counts mix integers and suffixes"),
-        pytest.param(make_class(spec__modelPolicy__parameterCount={"min": "7B", "max": "7B"}),
-                     id="equal parameter bounds are allowed"),
-        pytest.param(make_class(spec__scaling={"minReplicas": 2, "maxReplicas": 2}), id="equal replica bounds are allowed"),
         pytest.param(
-            make_class(spec__placement__selector='device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0'
-                       ' && device.attributes["gpu.nvidia.com"].driverVersion.isGreaterThan(semver("550.0.0"))'),
+            make_class(spec__modelPolicy__parameterCount={"min": 500_000_000, "max": "1.5T"}),
+            id="parameter counts mix integers and suffixes",
+        ),
+        pytest.param(
+            make_class(spec__modelPolicy__parameterCount={"min": "7B", "max": "7B"}),
+            id="equal parameter bounds are allowed",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"minReplicas": 2, "maxReplicas": 2}),
+            id="equal replica bounds are allowed",
+        ),
+        pytest.param(
+            make_class(
+                spec__placement__selector='device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0'
+                ' && device.attributes["gpu.nvidia.com"].driverVersion.isGreaterThan(semver("550.0.0"))'
+            ),
             id="a selector with quantity, compareTo and semver compiles",
         ),
     ],
@@ -50,8 +64,10 @@ def test_a_valid_class_has_no_problems(klass: dict[str, Any]) -> None:
         ),
         pytest.param(
             make_class(spec__modelPolicy__allowedEndpointTypes=["Chat", "Completion"]),
-            ['`spec.modelPolicy.allowedEndpointTypes[1]`: must be one of `Chat`, `Embeddings` or `Rerank`, '
-             'not "Completion"'],
+            [
+                "`spec.modelPolicy.allowedEndpointTypes[1]`: must be one of `Chat`, `Embeddings` or `Rerank`, "
+                'not "Completion"'
+            ],
             id="allowedEndpointTypes must be known",
         ),
         pytest.param(
@@ -71,14 +87,18 @@ def test_a_valid_class_has_no_problems(klass: dict[str, Any]) -> None:
         ),
         pytest.param(
             make_class(spec__modelPolicy__parameterCount={"min": "80B", "max": "7B"}),
-            ['`spec.modelPolicy.parameterCount.min`: must not be greater than `spec.modelPolicy.parameterCount.max` '
-             '("80B" > "7B")'],
+            [
+                "`spec.modelPolicy.parameterCount.min`: must not be greater than `spec.modelPolicy.parameterCount.max` "
+                '("80B" > "7B")'
+            ],
             id="parameter count min must not exceed max",
         ),
         pytest.param(
             make_class(spec__modelPolicy__parameterCount={"min": "7 billion"}),
-            ['`spec.modelPolicy.parameterCount.min`: must be an integer or a string such as 500M, 7B or 1.5T, '
-             'not "7 billion"'],
+            [
+                "`spec.modelPolicy.parameterCount.min`: must be an integer or a string such as 500M, 7B or 1.5T, "
+                'not "7 billion"'
+            ],
             id="a parameter count must parse",
         ),
         pytest.param(
@@ -88,14 +108,18 @@ def test_a_valid_class_has_no_problems(klass: dict[str, Any]) -> None:
         ),
         pytest.param(
             make_class(spec__placement__deviceClassNames=["GPU_Nvidia"]),
-            ["`spec.placement.deviceClassNames[0]`: must be the name of a DRA DeviceClass: a DNS subdomain name "
-             '(lower case letters, digits, `-` and `.`), not "GPU_Nvidia"'],
+            [
+                "`spec.placement.deviceClassNames[0]`: must be the name of a DRA DeviceClass: a DNS subdomain name "
+                '(lower case letters, digits, `-` and `.`), not "GPU_Nvidia"'
+            ],
             id="device class names are DNS subdomains",
         ),
         pytest.param(
             make_class(spec__placement__sharingModes=["Exclusive", "Shared"]),
-            ['`spec.placement.sharingModes[1]`: must be one of `Exclusive`, `MIG`, `TimeSlicing` or `MPS`, '
-             'not "Shared"'],
+            [
+                "`spec.placement.sharingModes[1]`: must be one of `Exclusive`, `MIG`, `TimeSlicing` or `MPS`, "
+                'not "Shared"'
+            ],
             id="sharing modes must be known",
         ),
         pytest.param(
@@ -120,8 +144,10 @@ def test_a_valid_class_has_no_problems(klass: dict[str, Any]) -> None:
         ),
         pytest.param(
             make_class(spec__exposure={"type": "Public", "authentication": "Basic"}),
-            ['`spec.exposure.type`: must be one of `ClusterLocal` or `External`, not "Public"',
-             '`spec.exposure.authentication`: must be one of `Token` or `None`, not "Basic"'],
+            [
+                '`spec.exposure.type`: must be one of `ClusterLocal` or `External`, not "Public"',
+                '`spec.exposure.authentication`: must be one of `Token` or `None`, not "Basic"',
+            ],
             id="exposure type and authentication must be known",
         ),
         pytest.param(
@@ -143,10 +169,16 @@ def test_an_invalid_class_is_refused_with_its_path(klass: dict[str, Any], proble
 @pytest.mark.parametrize(
     ("selector", "position"),
     [
-        pytest.param('device.attributes["gpu.nvidia.com"].productName.matches("H100"', "line 1, column",
-                     id="a selector with a missing parenthesis is refused with its position"),
-        pytest.param('device.attributes["gpu.nvidia.com"].productName.startsWithh("H")', "line 1, column",
-                     id="a selector calling an unknown function is refused with its position"),
+        pytest.param(
+            'device.attributes["gpu.nvidia.com"].productName.matches("H100"',
+            "line 1, column",
+            id="a selector with a missing parenthesis is refused with its position",
+        ),
+        pytest.param(
+            'device.attributes["gpu.nvidia.com"].productName.startsWithh("H")',
+            "line 1, column",
+            id="a selector calling an unknown function is refused with its position",
+        ),
     ],
 )
 def test_a_selector_that_does_not_compile_is_refused_with_the_position(selector: str, position: str) -> None:

@@ -14,18 +14,32 @@ from webhook.validate_order import order_problems
     "order",
     [
         pytest.param(make_order(), id="a Hugging Face order with revision and token Secret is valid"),
-        pytest.param(make_order(spec__model__ref__revision=UNSET, spec__model__authSecretRef=UNSET),
-                     id="a Hugging Face order with only a repo id is valid"),
-        pytest.param(make_order(spec__model__ref__revision="5fd5b2ab1ce3e0a8ee5fa7ae2f1e9e41a3f1d3c2"),
-                     id="a commit hash is a valid revision"),
-        pytest.param(make_order(spec__model__ref__revision="refs/pr/12"), id="a ref with slashes is a valid revision"),
+        pytest.param(
+            make_order(spec__model__ref__revision=UNSET, spec__model__authSecretRef=UNSET),
+            id="a Hugging Face order with only a repo id is valid",
+        ),
+        pytest.param(
+            make_order(spec__model__ref__revision="5fd5b2ab1ce3e0a8ee5fa7ae2f1e9e41a3f1d3c2"),
+            id="a commit hash is a valid revision",
+        ),
+        pytest.param(
+            make_order(spec__model__ref__revision="refs/pr/12"), id="a ref with slashes is a valid revision"
+        ),
         pytest.param(make_catalog_order(), id="a Catalog order with a ClusterModel is valid"),
-        pytest.param(make_catalog_order(spec__model__ref__kind="Model"), id="a Catalog order with a Model is valid"),
-        pytest.param(make_catalog_order(spec__model__ref__kind=UNSET), id="a Catalog order without kind is valid"),
-        pytest.param(make_order(spec__inferenceServiceClassName="gpu.large-1"),
-                     id="a class name with dots is a DNS subdomain"),
-        pytest.param(make_order(spec__runtime={"image": "x"}),
-                     id="an unknown field is the mutating webhook's business, not a validation problem"),
+        pytest.param(
+            make_catalog_order(spec__model__ref__kind="Model"), id="a Catalog order with a Model is valid"
+        ),
+        pytest.param(
+            make_catalog_order(spec__model__ref__kind=UNSET), id="a Catalog order without kind is valid"
+        ),
+        pytest.param(
+            make_order(spec__inferenceServiceClassName="gpu.large-1"),
+            id="a class name with dots is a DNS subdomain",
+        ),
+        pytest.param(
+            make_order(spec__runtime={"image": "x"}),
+            id="an unknown field is the mutating webhook's business, not a validation problem",
+        ),
     ],
 )
 def test_a_valid_order_has_no_problems(order: dict[str, Any]) -> None:
@@ -57,14 +71,18 @@ def test_a_valid_order_has_no_problems(order: dict[str, Any]) -> None:
         ),
         pytest.param(
             make_order(spec__model__ref__name="not-a-repo-id"),
-            ['`spec.model.ref.name`: must be a Hugging Face repository id `<owner>/<repo>` when `spec.model.src` '
-             'is `HuggingFace`, not "not-a-repo-id"'],
+            [
+                "`spec.model.ref.name`: must be a Hugging Face repository id `<owner>/<repo>` when `spec.model.src` "
+                'is `HuggingFace`, not "not-a-repo-id"'
+            ],
             id="a Hugging Face name must be owner/repo",
         ),
         pytest.param(
             make_order(spec__model__ref__name="Qwen/Qwen2.5--Instruct"),
-            ['`spec.model.ref.name`: must not contain `--` or `..` (the Hub refuses such repository ids), '
-             'not "Qwen/Qwen2.5--Instruct"'],
+            [
+                "`spec.model.ref.name`: must not contain `--` or `..` (the Hub refuses such repository ids), "
+                'not "Qwen/Qwen2.5--Instruct"'
+            ],
             id="a Hugging Face name must not contain a double dash",
         ),
         pytest.param(
@@ -79,20 +97,26 @@ def test_a_valid_order_has_no_problems(order: dict[str, Any]) -> None:
         ),
         pytest.param(
             make_order(spec__model__ref__revision="main branch"),
-            ['`spec.model.ref.revision`: must be a branch, tag or commit (letters, digits, `.`, `_`, `-` and `/`), '
-             'not "main branch"'],
+            [
+                "`spec.model.ref.revision`: must be a branch, tag or commit (letters, digits, `.`, `_`, `-` and `/`), "
+                'not "main branch"'
+            ],
             id="a revision has no spaces",
         ),
         pytest.param(
             make_order(spec__model__ref__revision="release..1"),
-            ["`spec.model.ref.revision`: must be a branch, tag or commit name git accepts (no `..` or `//`, no part "
-             'starting with `.`, not ending with `/`, `.` or `.lock`), not "release..1"'],
+            [
+                "`spec.model.ref.revision`: must be a branch, tag or commit name git accepts (no `..` or `//`, no part "
+                'starting with `.`, not ending with `/`, `.` or `.lock`), not "release..1"'
+            ],
             id="a revision follows git ref rules",
         ),
         pytest.param(
             make_order(spec__inferenceServiceClassName="Default_LLM"),
-            ["`spec.inferenceServiceClassName`: must be the name of an InferenceServiceClass: a DNS subdomain name "
-             '(lower case letters, digits, `-` and `.`), not "Default_LLM"'],
+            [
+                "`spec.inferenceServiceClassName`: must be the name of an InferenceServiceClass: a DNS subdomain name "
+                '(lower case letters, digits, `-` and `.`), not "Default_LLM"'
+            ],
             id="the class name must be a DNS subdomain",
         ),
         pytest.param(
@@ -122,15 +146,19 @@ def test_a_valid_order_has_no_problems(order: dict[str, Any]) -> None:
         ),
         pytest.param(
             make_order(spec__model__authSecretRef={"name": "HF token", "key": "to ken"}),
-            ["`spec.model.authSecretRef.name`: must be the name of a Secret in the order's namespace: a DNS subdomain "
-             'name (lower case letters, digits, `-` and `.`), not "HF token"',
-             '`spec.model.authSecretRef.key`: must be a Secret key (letters, digits, `-`, `_` and `.`), not "to ken"'],
+            [
+                "`spec.model.authSecretRef.name`: must be the name of a Secret in the order's namespace: a DNS subdomain "
+                'name (lower case letters, digits, `-` and `.`), not "HF token"',
+                '`spec.model.authSecretRef.key`: must be a Secret key (letters, digits, `-`, `_` and `.`), not "to ken"',
+            ],
             id="the token Secret needs a valid name and key",
         ),
         pytest.param(
             make_catalog_order(spec__model__ref__name="Qwen/Qwen2.5-7B"),
-            ["`spec.model.ref.name`: must be the name of a ClusterModel or Model when `spec.model.src` is `Catalog`: a "
-             'DNS subdomain name (lower case letters, digits, `-` and `.`), not "Qwen/Qwen2.5-7B"'],
+            [
+                "`spec.model.ref.name`: must be the name of a ClusterModel or Model when `spec.model.src` is `Catalog`: a "
+                'DNS subdomain name (lower case letters, digits, `-` and `.`), not "Qwen/Qwen2.5-7B"'
+            ],
             id="a Catalog name is a DNS subdomain",
         ),
         pytest.param(
@@ -140,8 +168,10 @@ def test_a_valid_order_has_no_problems(order: dict[str, Any]) -> None:
         ),
         pytest.param(
             make_order(spec__model__ref={"kind": "Model", "name": "Qwen/ok", "revision": 7}),
-            ["`spec.model.ref.kind`: must not be set when `spec.model.src` is `HuggingFace`",
-             "`spec.model.ref.revision`: must be a string, not 7"],
+            [
+                "`spec.model.ref.kind`: must not be set when `spec.model.src` is `HuggingFace`",
+                "`spec.model.ref.revision`: must be a string, not 7",
+            ],
             id="a wrong type is named with its path",
         ),
     ],
