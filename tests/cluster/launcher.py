@@ -12,6 +12,7 @@ import json
 import os
 import pathlib
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -154,9 +155,32 @@ def _pid(name: str) -> int | None:
     return pid
 
 
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+# The ports each component listens on; a port someone else holds would make ``up`` wait on (or
+# talk to) a process that is not ours, so it fails at once instead.
+PORTS = {
+    "etcd": (ETCD_PORT, ETCD_PORT + 10),
+    "kube-apiserver": (API_PORT,),
+    "kube-controller-manager": (KCM_PORT,),
+    "kube-scheduler": (SCHED_PORT,),
+    "kwok": (KWOK_PORT,),
+}
+
+
 def _start(name: str, argv: list[str]) -> None:
     if _pid(name) is not None:
         return
+    taken = [port for port in PORTS[name] if _port_in_use(port)]
+    if taken:
+        raise RuntimeError(
+            f"cannot start {name}: port {', '.join(map(str, taken))} on 127.0.0.1 is held by a process "
+            f"this state dir ({STATE}) did not start; stop it, or set INFERENCE_API_PORT/INFERENCE_ETCD_PORT"
+        )
     P.logs.mkdir(parents=True, exist_ok=True)
     P.pids.mkdir(parents=True, exist_ok=True)
     out = (P.logs / f"{name}.log").open("ab")
