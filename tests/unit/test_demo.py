@@ -100,7 +100,7 @@ def test_the_wait_ends_on_ready_degraded_or_failed_of_the_current_generation(
     assert outcome(order) == expected
 
 
-WEBHOOKS = [
+WEBHOOKS: list[dict[str, Any]] = [
     {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
