@@ -490,15 +490,20 @@ def call_endpoint(demo: Demo, obj: Mapping[str, Any]) -> int:
     return res.returncode
 
 
-def goodbye(demo: Demo) -> None:
+def goodbye(demo: Demo, *, with_order: bool) -> None:
     bin_dir = demo._bin_dir()
+    next_step = (
+        "kubectl get inferenceservice support-llm -n support -o yaml"
+        if with_order
+        else f"kubectl create namespace support && kubectl apply -f {EXAMPLE.relative_to(demo.root)}"
+    )
     print(
         f"""
 Everything keeps running. To use it:
    export KUBECONFIG={demo.kubeconfig}
    export PATH={bin_dir}:$PATH        # our kubectl, {bin_dir / "kubectl"}
    kubectl get inferenceservices -A
-   kubectl get inferenceservice support-llm -n support -o yaml
+   {next_step}
 Logs and pids: {demo.state}/ (controller.log, webhook.log, hub-mirror.log, runtime-standin.log)
 Stop everything: make down"""
     )
@@ -536,7 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         t0 = time.monotonic()
         up(demo)
         rc = order(demo) if args.command == "demo" else 0
-        goodbye(demo)
+        goodbye(demo, with_order=args.command == "demo")
         say(f"{args.command} took {time.monotonic() - t0:.0f}s")
         return rc
     except (procs.ProcessError, RuntimeError, subprocess.CalledProcessError) as e:
