@@ -336,3 +336,19 @@ def test_an_example_applies_with_a_server_side_dry_run(
         obj["metadata"]["namespace"] = examples_namespace
     (line,) = dry_run(kubectl, [obj])
     assert obj["metadata"]["name"] in line, where
+
+
+@pytest.mark.cluster
+def test_the_demo_registration_of_the_local_webhook_is_valid_to_the_api_server(
+    kubectl: Kubectl, installed: None, tmp_path: pathlib.Path
+) -> None:
+    from hack.demo import WEBHOOKS, local_webhooks
+    from tests.cluster import pki
+
+    pki.make_ca(tmp_path, "ca", "test CA")
+    pem = (tmp_path / "ca.crt").read_bytes()
+    docs = [d for d in yaml.safe_load_all(WEBHOOKS.read_text()) if d]
+    confs = local_webhooks(docs, base_url="https://127.0.0.1:9443", ca_pem=pem)
+    assert {c["kind"] for c in confs} == {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+    lines = dry_run(kubectl, confs)
+    assert len(lines) == len(confs)
