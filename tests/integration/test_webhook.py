@@ -20,11 +20,13 @@ import pytest
 from kubernetes import client as k8s
 
 from standins import local_webhook
+from tests.integration import webhook_fixture
 from tests.integration.webhook_fixture import WebhookProcess, new_pki
 from tests.unit.webhook.builders import make_order, make_review
 from webhook.local_pki import issue_serving_certificate
 
 pytestmark = pytest.mark.cluster
+cluster_webhook = webhook_fixture.cluster_webhook  # the reusable fixture, tested by the last test here
 
 Kubectl = Callable[..., Any]
 WaitFor = Callable[..., Any]
@@ -293,3 +295,19 @@ spec:
         assert stored(kubectl, "inferencerecipe", good) == f"inferencerecipe.ai.deckhouse.io/{good}"
     finally:
         kubectl("delete", "inferencerecipe", good, "--wait=false")
+
+
+@pytest.mark.usefixtures("cluster_webhook")
+def test_the_cluster_wide_fixture_admits_and_refuses_orders_in_any_namespace(
+    kubectl: Kubectl, namespace: str, wait_for: WaitFor
+) -> None:
+    wait_for(
+        lambda: kubectl(
+            "create", "--dry-run=server", "-f", "-",
+            input=order_yaml("probe", namespace, WEBHOOK_ONLY_BAD_MODEL), check=False,
+        ).stderr,
+        lambda err: 'admission webhook "validate.inferenceservices.ai.deckhouse.io" denied the request' in err,
+        message="the API server to call the cluster-wide webhook",
+    )  # fmt: skip
+    kubectl("create", "-f", "-", input=order_yaml("good", namespace))
+    assert stored(kubectl, "inferenceservice", "good", namespace) == "inferenceservice.ai.deckhouse.io/good"

@@ -2,8 +2,9 @@
 
 - ``WebhookProcess``: ``python -m webhook`` on 127.0.0.1 with a throwaway CA (``webhook.local_pki``);
 - ``cluster_webhook`` (session fixture): the webhook started and registered cluster-wide under the
-  configuration name ``inference-webhook`` (as deploy/webhook/webhooks.yaml, with a url client config),
-  for end-to-end tests of the controller. Import it from a conftest::
+  configuration name ``inference-webhook-e2e`` (deploy/webhook/webhooks.yaml with a url client config;
+  not ``inference-webhook``, which the demo registers), for end-to-end tests of the controller.
+  Import it from a conftest::
 
       from tests.integration.webhook_fixture import cluster_webhook  # noqa: F401
 """
@@ -31,6 +32,7 @@ from standins import local_webhook
 from webhook.local_pki import ServingPki, make_serving_pki
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+E2E_NAME = "inference-webhook-e2e"
 
 
 def free_port() -> int:
@@ -157,11 +159,11 @@ def cluster_webhook(
     """The webhook running locally and registered for every namespace and every class and recipe."""
     process = WebhookProcess(new_pki(tmp_path_factory.mktemp("webhook-pki"))).start()
     configs: list[dict[str, Any]] = local_webhook.configurations(
-        base_url=process.url, ca_bundle=process.pki.ca_bundle()
+        base_url=process.url, ca_bundle=process.pki.ca_bundle(), name=E2E_NAME
     )
-    local_webhook.register(api, configs)
     try:
+        local_webhook.register(api, configs)
         yield process
     finally:
-        local_webhook.unregister(api)
+        local_webhook.unregister(api, E2E_NAME)
         process.stop()
