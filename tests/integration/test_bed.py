@@ -205,7 +205,7 @@ def test_a_deployment_with_a_claim_template_gets_a_gpu_allocated_and_runs_on_a_k
     claim = wait_for(
         lambda: get(kubectl, "resourceclaim", pod_claim_name(pod), namespace),
         lambda c: bool(allocated_results(c)),
-        timeout=30,
+        timeout=90,
         message="the generated claim to be allocated",
     )
 
@@ -249,7 +249,7 @@ def test_a_claim_that_cannot_be_satisfied_leaves_the_pod_pending_with_the_schedu
     pod = wait_for(
         lambda: get(kubectl, "pod", "p", namespace),
         is_unschedulable,
-        timeout=60,
+        timeout=90,
         message="PodScheduled=False/Unschedulable",
     )
 
@@ -284,7 +284,7 @@ def test_two_claims_share_an_l4s_memory_and_a_third_waits_for_what_is_left(
         wait_for(
             lambda n=name: get(kubectl, "resourceclaim", n, namespace),
             lambda c: bool(allocated_results(c)),
-            timeout=60,
+            timeout=90,
             message=f"claim {name} to be allocated",
         )
         for name in ("a", "b")
@@ -299,7 +299,7 @@ def test_two_claims_share_an_l4s_memory_and_a_third_waits_for_what_is_left(
     pod_c = wait_for(
         lambda: get(kubectl, "pod", "c", namespace),
         is_unschedulable,
-        timeout=60,
+        timeout=90,
         message="the third pod to be Unschedulable",
     )
     assert "cannot allocate all claims" in condition(pod_c, "PodScheduled")["message"]
@@ -335,7 +335,7 @@ def test_a_mig_device_is_allocated_through_the_mig_class_by_profile(
     claim = wait_for(
         lambda: get(kubectl, "resourceclaim", "mig", namespace),
         lambda c: bool(allocated_results(c)),
-        timeout=60,
+        timeout=90,
         message=f"a {profile} MIG device to be allocated",
     )
 
@@ -345,7 +345,9 @@ def test_a_mig_device_is_allocated_through_the_mig_class_by_profile(
     mig_nodes = {f"{g.prefix}-{i}" for g in fleet.FLEET if g.mig for i in range(g.count)}
     assert allocated_node(claim) == device.node
     assert device.node in mig_nodes
-    pod = wait_for(lambda: get(kubectl, "pod", "p", namespace), is_running, message="the pod to run")
+    pod = wait_for(
+        lambda: get(kubectl, "pod", "p", namespace), is_running, timeout=90, message="the pod to run"
+    )
     assert pod["spec"]["nodeName"] == device.node
 
 
@@ -373,10 +375,15 @@ def test_deleting_an_owner_configmap_deletes_the_configmap_it_owns(
     wait_for(
         lambda: gone(kubectl, "configmap", "owned", namespace),
         bool,
-        timeout=60,
+        timeout=90,
         message="the garbage collector to delete the owned ConfigMap",
     )
-    wait_for(lambda: gone(kubectl, "configmap", "owner", namespace), bool, message="the owner to be gone")
+    wait_for(
+        lambda: gone(kubectl, "configmap", "owner", namespace),
+        bool,
+        timeout=90,
+        message="the owner to be gone",
+    )
 
 
 def test_deleting_a_deployment_deletes_its_replicaset_and_pods(
@@ -468,7 +475,7 @@ def private_node(kubectl: Kubectl, wait_for: WaitFor) -> Iterator[str]:
                 condition(n, "Ready").get("status") == "True"
                 and all(t["key"] == "inference.local/bed" for t in n["spec"].get("taints", []))
             ),
-            timeout=60,
+            timeout=90,
             message=f"KWOK to make node {name} Ready",
         )
         yield name
@@ -520,7 +527,7 @@ def test_a_high_priority_pod_preempts_a_low_priority_pod_on_a_full_node(
 
     apply(kubectl, pod_on_the_node("low", "low"))
     low = wait_for(
-        lambda: get(kubectl, "pod", "low", namespace), is_running, timeout=60, message="low Running"
+        lambda: get(kubectl, "pod", "low", namespace), is_running, timeout=90, message="low Running"
     )
     assert low["spec"]["nodeName"] == private_node
     assert low["spec"]["priority"] == 100
