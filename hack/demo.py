@@ -22,9 +22,11 @@ import json
 import os
 import pathlib
 import shlex
+import ssl
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +37,7 @@ import yaml
 from hack import procs
 from hack.cert_manager import crds_dir
 from shared import reasons
+from tests.cluster import launcher, pki
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NAMESPACE = "d8-inference"
@@ -158,8 +161,6 @@ class Demo:
 
     @property
     def kubeconfig(self) -> pathlib.Path:
-        from tests.cluster import launcher
-
         return launcher.P.kubeconfig
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
@@ -179,8 +180,6 @@ class Demo:
         cached = self.state / "bin-dir"
         if cached.exists():
             return pathlib.Path(cached.read_text().strip())
-        from tests.cluster import launcher
-
         bin_dir = launcher.build()
         self.state.mkdir(parents=True, exist_ok=True)
         cached.write_text(str(bin_dir))
@@ -222,8 +221,6 @@ def install(demo: Demo) -> None:
 
 
 def make_pki(demo: Demo) -> None:
-    from tests.cluster import pki
-
     demo.pki.mkdir(parents=True, exist_ok=True)
     pki.make_ca(demo.pki, "platform-ca", "inference platform CA (local demo)")
     webhook_ca = pki.make_ca(demo.pki, "webhook-ca", "inference webhook CA (local demo)")
@@ -320,9 +317,6 @@ def start_webhook(demo: Demo) -> None:
 
 
 def wait_https(bg: procs.Background, port: int, *, ca_file: pathlib.Path, timeout: float = 60) -> None:
-    import ssl
-    import urllib.request
-
     ctx = ssl.create_default_context(cafile=str(ca_file))
     deadline = time.monotonic() + timeout
     while True:
@@ -378,8 +372,6 @@ def start_controller(demo: Demo, *, hf_endpoint: str) -> None:
         env={**demo.env, "HF_ENDPOINT": hf_endpoint},
     )
     deadline = time.monotonic() + 120
-    import urllib.request
-
     while True:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{CONTROLLER_HEALTH_PORT}/readyz", timeout=2) as r:
