@@ -57,6 +57,8 @@ class Result:
     seconds: float
     latencies: list[float]
     errors: int
+    sent: int = 0  # every request answered, warmup included
+    server_cpu: float = 0.0  # CPU seconds the server process spent over the whole slice
 
     @property
     def rate(self) -> float:
@@ -103,21 +105,24 @@ async def closed_loop(
     measure_from = started + warmup
     stop = measure_from + seconds
 
+    sent = 0
+
     async def worker(c: _Connection) -> None:
-        nonlocal errors
+        nonlocal errors, sent
         while True:
             t0 = time.perf_counter()
             if t0 >= stop:
                 return
             status = await c.request(payload)
             t1 = time.perf_counter()
+            sent += 1
             if t0 >= measure_from:
                 latencies.append(t1 - t0)
                 errors += status != 200
 
     await asyncio.gather(*(worker(c) for c in connections))
     _close(connections)
-    return Result(len(latencies), seconds, latencies, errors)
+    return Result(len(latencies), seconds, latencies, errors, sent=sent)
 
 
 async def open_loop(
@@ -146,4 +151,4 @@ async def open_loop(
 
     await asyncio.gather(*(worker(i, c) for i, c in enumerate(pool)))
     _close(pool)
-    return Result(len(latencies), seconds, latencies, errors)
+    return Result(len(latencies), seconds, latencies, errors, sent=len(latencies))

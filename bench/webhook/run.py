@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -28,8 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from bench.webhook.load import Result, closed_loop, http_request, open_loop
 from tests.unit.webhook.builders import make_order, make_review
@@ -45,8 +47,21 @@ def _free_port() -> int:
         return port
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(pid: int, run: Coroutine[Any, Any, Result]) -> Result:
+    """``run`` with the server's CPU time over it."""
+    before = cpu_seconds(pid)
+    result = asyncio.run(run)
+    return dataclasses.replace(result, server_cpu=cpu_seconds(pid) - before)
+
+
 @contextmanager
-def serving(module: str, pki: ServingPki) -> Iterator[int]:
+def serving(module: str, pki: ServingPki) -> Iterator[tuple[int, int]]:
     port = _free_port()
     proc = subprocess.Popen(
         [
@@ -78,7 +93,7 @@ def serving(module: str, pki: ServingPki) -> Iterator[int]:
                     break
             except OSError:
                 time.sleep(0.1)
-        yield port
+        yield port, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -120,10 +135,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         pki = make_serving_pki(tmp, now=dt.datetime.now(dt.UTC))
         client = ssl.create_default_context(cafile=str(pki.ca_file))
-        with serving("bench.webhook.floor", pki) as floor_port, serving("webhook", pki) as hook_port:
+        with serving("bench.webhook.floor", pki) as floor, serving("webhook", pki) as hook:
+            (floor_port, floor_pid), (hook_port, hook_pid) = floor, hook
             _check_answer(hook_port, client, args.path, body)
             for _ in range(args.rounds):
-                for port, results in ((floor_port, floors), (hook_port, hooks)):
+                for port, pid, results in ((floor_port, floor_pid, floors), (hook_port, hook_pid, hooks)):
                     run = closed_loop(
                         port,
                         client,
@@ -132,7 +148,7 @@ def main() -> int:
                         seconds=args.seconds,
                         warmup=args.warmup,
                     )
-                    results.append(asyncio.run(run))
+                    results.append(measured(pid, run))
             half = statistics.median(r.rate for r in hooks) / 2
             for _ in range(args.rounds):
                 for port, results in ((hook_port, hooks_half), (floor_port, floors_half)):
@@ -152,9 +168,18 @@ def main() -> int:
         f"{'ratio webhook / floor':<36} {statistics.median(r.rate for r in hooks) / statistics.median(r.rate for r in floors):>7.0%}"
         f"         (per slice pair: {', '.join(f'{r:.0%}' for r in ratios)})"
     )
+    floor_cpu, hook_cpu = _cpu_per_request(floors), _cpu_per_request(hooks)
+    print(
+        f"{'server CPU per admission':<36} floor {floor_cpu * 1e6:.0f} us, webhook {hook_cpu * 1e6:.0f} us: "
+        f"on an otherwise idle core the webhook would serve {floor_cpu / hook_cpu:.0%} of the floor's rate"
+    )
     print(_line(f"webhook at half peak ({half:.0f}/s)", hooks_half))
     print(_line(f"floor at the same rate ({half:.0f}/s)", floors_half))
     return 0
+
+
+def _cpu_per_request(results: list[Result]) -> float:
+    return statistics.median(r.server_cpu / r.sent for r in results)
 
 
 def _check_answer(port: int, context: ssl.SSLContext, path: str, body: bytes) -> None:
