@@ -329,20 +329,27 @@ MIG_PROFILES = sorted({profile for profile, _ in fleet.A100_MIG_LAYOUT})
 def test_a_mig_device_is_allocated_through_the_mig_class_by_profile(
     profile: str, kubectl: Kubectl, namespace: str, wait_for: WaitFor
 ) -> None:
+    mig_nodes = {f"{g.prefix}-{i}" for g in fleet.FLEET if g.mig for i in range(g.count)}
+    # Tests that share the fleet may cordon the MIG node for a while (the e2e reason tests do).
+    wait_for(
+        lambda: [get(kubectl, "node", n) for n in sorted(mig_nodes)],
+        lambda nodes: any(not n["spec"].get("unschedulable") for n in nodes),
+        timeout=300,
+        message="a MIG node that is not cordoned",
+    )
     exactly = make_exactly("mig.nvidia.com", selectors=[attribute_is("profile", profile)])
     apply(kubectl, make_claim("mig", namespace, exactly), make_pod("p", namespace, claim="mig"))
 
     claim = wait_for(
         lambda: get(kubectl, "resourceclaim", "mig", namespace),
         lambda c: bool(allocated_results(c)),
-        timeout=90,
+        timeout=120,
         message=f"a {profile} MIG device to be allocated",
     )
 
     (result,) = allocated_results(claim)
     device = declared_devices()[(result["pool"], result["device"])]
     assert (device.attributes["type"], device.attributes["profile"]) == ("mig", profile)
-    mig_nodes = {f"{g.prefix}-{i}" for g in fleet.FLEET if g.mig for i in range(g.count)}
     assert allocated_node(claim) == device.node
     assert device.node in mig_nodes
     pod = wait_for(
