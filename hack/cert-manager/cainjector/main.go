@@ -12,7 +12,6 @@ import (
 	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	apireg "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,23 +19,26 @@ import (
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/cert-manager/cert-manager/pkg/controller/cainjector"
+	"github.com/cert-manager/cert-manager/pkg/util"
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server")
+	// --kubeconfig is controller-runtime's own flag (sigs.k8s.io/controller-runtime/pkg/client/config).
 	flag.Parse()
-	if err := run(*kubeconfig); err != nil {
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig string) error {
+func run() error {
 	ctrl.SetLogger(klog.Background())
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
 	}
+	// The injectors apply with the user agent's prefix as field manager ("cert-manager-cainjector").
+	cfg = util.RestConfigWithUserAgent(cfg, "cainjector")
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, admissionreg.AddToScheme, apiext.AddToScheme, apireg.AddToScheme, cmapi.AddToScheme,
