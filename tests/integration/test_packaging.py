@@ -27,7 +27,9 @@ def run(*args: str | pathlib.Path, cwd: pathlib.Path) -> str:
     proc = subprocess.run(
         [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
     )
-    assert proc.returncode == 0, f"{' '.join(map(str, args))} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (
+        f"{' '.join(map(str, args))} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    )
     return proc.stdout
 
 
@@ -56,7 +58,15 @@ def test_the_wheel_installs_into_a_clean_venv_and_both_entry_points_start(tmp_pa
     run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
     python = venv / "bin" / "python"
     run(
-        python, "-m", "pip", "install", "-q", "--no-index", "--find-links", wheels, "inference-control-plane",
+        python,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-index",
+        "--find-links",
+        wheels,
+        "inference-control-plane",
         cwd=tmp_path,
     )
     installed = time.monotonic()
