@@ -51,6 +51,8 @@ def mutated_reviews(draw: st.DrawFn) -> dict[str, Any]:
     review: dict[str, Any] = copy.deepcopy(draw(st.sampled_from(SEEDS)))
     for _ in range(draw(st.integers(1, 4))):
         paths = [p for p in _paths(review) if p]
+        if not paths:  # everything was deleted already
+            break
         path = draw(st.sampled_from(paths))
         parent: Any = review
         for part in path[:-1]:
