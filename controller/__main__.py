@@ -274,7 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ctl = Controller(args, api, settings)
     except OSError as e:  # the platform CA bundle named by a setting cannot be read
-        log.error("module setting `platformCAFile`: cannot read %r: %s", settings.platform_ca_file, e.strerror or e)
+        log.error(
+            "module setting `platformCAFile`: cannot read %r: %s", settings.platform_ca_file, e.strerror or e
+        )
         return 2
     health = HealthServer(
         registry=ctl.registry,

@@ -40,7 +40,7 @@ from shared.api.inference_class import InferenceServiceClass
 from shared.api.order import Constraints, Endpoint, InferenceService, Resolved, ResolvedModel
 from shared.api.recipe import InferenceRecipe
 from shared.cel import selector_error
-from shared.conditions import Verdict, false, set_condition, true
+from shared.conditions import Verdict, false, find, set_condition, true
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -73,6 +73,10 @@ class Reconciler:
     metrics: ControllerMetrics
     clock: Callable[[], float] = time.time
     probes: dict[tuple[str, str], ProbeState] = field(default_factory=dict)
+    # The plan this process last applied per order. The informer caches of the order and of its
+    # Deployment are updated by separate watches, so a reconcile may see our new status before our
+    # new Deployment; it must not take the old Deployment's plan for the plan in force.
+    applied_plans: dict[tuple[str, str], LaunchPlan] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- order
 
@@ -80,6 +84,7 @@ class Reconciler:
         raw = self.store.get("orders", namespace, name)
         if raw is None:
             self.probes.pop((namespace, name), None)
+            self.applied_plans.pop((namespace, name), None)
             return None
         if raw["metadata"].get("deletionTimestamp"):
             return None  # the garbage collector deletes what the order owns
@@ -140,7 +145,10 @@ class Reconciler:
         endpoint = render.endpoint_for(order, cspec, self.settings)
         token = self._ensure_token(order) if render.requires_token(cspec) else None
         try:
-            self._apply_workload(order, plan, cspec, facts.revision)
+            if v.reason != r.LAUNCH_PLAN_IN_FORCE:
+                # A plan kept in force was rendered for the model it serves, not for the edited
+                # spec: leave its workload exactly as it is.
+                self._apply_workload(order, plan, cspec, facts.revision)
         except (kerr.Invalid, kerr.NotFound, kerr.Forbidden) as e:
             # Not transient: a missing API (cert-manager not installed), RBAC, or a refused manifest.
             out.verdicts[r.WORKLOAD_READY] = false(r.WORKLOAD_FAILED, f"Applying the workload failed: {e}")
@@ -235,6 +243,9 @@ class Reconciler:
         return facts, true(r.RESOLVED, f"{model.ref.name} resolved.")
 
     def _plan_in_force(self, order: InferenceService) -> LaunchPlan | None:
+        applied = self.applied_plans.get((order.metadata.namespace or "", order.metadata.name))
+        if applied is not None:
+            return applied
         dep = self.store.get("deployments", order.metadata.namespace, order.metadata.name)
         text = ((dep or {}).get("metadata", {}).get("annotations") or {}).get(render.PLAN_ANNOTATION)
         if not text:
@@ -283,6 +294,13 @@ class Reconciler:
         if not decision.compute and in_force is not None:
             resolved = (prev or Resolved()).model_copy(update=basis)
             out.fields["resolved"] = resolved
+            current = find(order.status.conditions, r.PLANNED)
+            if current is not None and current.reason == r.LAUNCH_PLAN_IN_FORCE:
+                # The last recomputation failed and nothing has changed since: still in force.
+                return in_force, true(r.LAUNCH_PLAN_IN_FORCE, current.message)
+            if current is not None and current.reason == r.RESOURCE_CLAIM_EXHAUSTED:
+                # Every device class was tried; nothing has changed since.
+                return None, false(r.RESOURCE_CLAIM_EXHAUSTED, current.message)
             return in_force, true(r.PLANNED_OK, f"Planned: {in_force.summary()}.")
         spec = klass.spec
         inventory = build_inventory(
@@ -375,6 +393,7 @@ class Reconciler:
     ) -> None:
         desired = render.workload(order, plan, cspec, self.settings, revision=revision)
         ns = order.metadata.namespace or ""
+        self.applied_plans.pop((ns, order.metadata.name), None)
         for obj in desired:
             h = names.short_hash(_stable_json(obj), 16)
             obj["metadata"].setdefault("annotations", {})[APPLIED_HASH] = h
@@ -384,6 +403,7 @@ class Reconciler:
             log.info("apply %s %s/%s", obj["kind"], ns, obj["metadata"]["name"])
             kapi.apply(self.api, obj, field_manager=names.FIELD_MANAGER)
             self.metrics.api_writes.labels(kind=obj["kind"], verb="apply").inc()
+        self.applied_plans[(ns, order.metadata.name)] = plan
         # Owned objects that the plan no longer wants: an Ingress after External -> ClusterLocal,
         # ResourceClaimTemplates and model volumes of earlier plans (a claim template's spec is
         # immutable and a volume cannot shrink, so each plan has its own). A volume still mounted by

@@ -137,7 +137,9 @@ def model_volume_name(order: InferenceService, plan: PlanView, revision: str | N
     return f"{names.model_volume(order.metadata.name)}-{names.short_hash(key)}"
 
 
-def model_volume(order: InferenceService, plan: PlanView, settings: Settings, *, revision: str | None = None) -> Obj:
+def model_volume(
+    order: InferenceService, plan: PlanView, settings: Settings, *, revision: str | None = None
+) -> Obj:
     spec: Obj = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": plan.model_volume}}}
     if settings.model_storage_class:
         spec["storageClassName"] = settings.model_storage_class
@@ -228,7 +230,10 @@ def deployment(
             {"name": names.CLAIM_NAME, "resourceClaimTemplateName": claim_template_name(order, plan)}
         ],
         "volumes": [
-            {"name": "model", "persistentVolumeClaim": {"claimName": model_volume_name(order, plan, revision)}},
+            {
+                "name": "model",
+                "persistentVolumeClaim": {"claimName": model_volume_name(order, plan, revision)},
+            },
             {"name": "tls", "secret": {"secretName": names.tls_secret(name)}},
         ],
     }

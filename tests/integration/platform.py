@@ -14,6 +14,7 @@ import pathlib
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -250,7 +251,8 @@ def platform(
         "-f",
         str(ROOT / "deploy/base/platform/vllm.yaml"),
     )
-    tmp = tmp_path_factory.mktemp("platform")
+    tmp = ROOT / ".cluster" / "e2e-logs" / time.strftime("%Y%m%d-%H%M%S")
+    tmp.mkdir(parents=True, exist_ok=True)
     ca_pem, ca_key = make_ca("inference platform CA (e2e)")
     ca_file = tmp / "platform-ca.crt"
     ca_file.write_bytes(ca_pem)

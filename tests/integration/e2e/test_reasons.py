@@ -116,9 +116,12 @@ def test_auth_secret_not_found_recovers_when_the_secret_appears(platform: Platfo
 
 
 def test_model_source_unavailable_is_retried_until_the_hub_answers(platform: Platform, ns: str) -> None:
+    token_secret(platform, ns)  # the repository is gated
     platform.mirror.inject_fault(503, match="Mistral-7B")
     try:
-        platform.create_order(ns, "o", hf("mistralai/Mistral-7B-Instruct-v0.3"))
+        platform.create_order(
+            ns, "o", hf("mistralai/Mistral-7B-Instruct-v0.3", authSecretRef={"name": "hf-token"})
+        )
         obj = platform.wait_reason(ns, "o", "ModelResolved", "ModelSourceUnavailable")
         assert obj["status"]["phase"] == "Pending"
     finally:
@@ -325,7 +328,9 @@ def test_resource_claim_exhausted_after_falling_back_through_every_device_class(
         platform.create_order(ns, "o", hf(SMALL), klass=klass)
         platform.wait_reason(ns, "o", "WorkloadReady", "Unschedulable", timeout=60)
         obj = platform.wait_reason(ns, "o", "Planned", "ResourceClaimExhausted", timeout=120)
-        assert obj["status"]["resolved"]["replanCount"] == 1
+        # Two recomputations after the first plan: the fallback to mig.nvidia.com, then the one
+        # that found no device class left.
+        assert obj["status"]["resolved"]["replanCount"] == 2
         assert obj["status"]["resolved"]["triedDeviceClasses"] == ["gpu.nvidia.com", "mig.nvidia.com"]
         assert obj["status"]["phase"] == "Pending"
     finally:

@@ -91,7 +91,7 @@ def test_own_claims_come_from_the_pods_status() -> None:
 def test_a_deployment_that_cannot_create_pods_has_failed() -> None:
     dep = deployment()
     dep["status"]["conditions"] = [
-        {"type": "ReplicaFailure", "status": "True", "message": 'no PriorityClass with name nope was found'}
+        {"type": "ReplicaFailure", "status": "True", "message": "no PriorityClass with name nope was found"}
     ]
     v = observe.workload_verdict(dep, [])
     assert (v.reason, "PriorityClass" in v.message) == (r.WORKLOAD_FAILED, True)

@@ -51,4 +51,8 @@ def test_the_status_patch_clears_what_the_new_status_no_longer_has() -> None:
 
     old = {"phase": "Ready", "authSecretName": "x-auth", "resolved": {"cpu": "4", "sharePercent": 50}}
     new = {"phase": "Ready", "resolved": {"cpu": "4"}}
-    assert merge_patch(old, new) == {"phase": "Ready", "authSecretName": None, "resolved": {"cpu": "4", "sharePercent": None}}
+    assert merge_patch(old, new) == {
+        "phase": "Ready",
+        "authSecretName": None,
+        "resolved": {"cpu": "4", "sharePercent": None},
+    }
