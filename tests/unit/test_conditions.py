@@ -13,7 +13,7 @@ T1 = "2026-01-01T00:01:00Z"
 
 
 def cond(type_: str, status: str, reason: str) -> Condition:
-    return Condition(type=type_, status=status, reason=reason, message="", last_transition_time=T0)  # type: ignore[arg-type]
+    return Condition(type=type_, status=status, reason=reason, message="", last_transition_time=T0)
 
 
 def all_true(**overrides: tuple[str, str]) -> list[Condition]:

@@ -86,7 +86,7 @@ def test_the_runtime_gets_the_plan_args_the_priority_class_the_claim_and_the_api
     assert pod["priorityClassName"] == "inference-default"
     assert runtime["resources"]["claims"] == [{"name": names.CLAIM_NAME}]
     assert runtime["env"][0]["valueFrom"]["secretKeyRef"]["name"] == "support-llm-auth"
-    assert "replicas" not in dep["spec"], "replicas belong to the HPA"
+    assert "replicas" not in dep["spec"], "replicas belong to the HPA"  # type: ignore[operator]
 
 
 def test_a_class_without_auth_passes_no_api_key() -> None:
