@@ -105,6 +105,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--no-leader-elect", dest="leader_elect", action="store_false", help="run without a Lease")
     p.add_argument("--lease-name", default="inference-controller")
+    p.add_argument("--lease-duration", type=float, default=15.0, help="seconds a leader's Lease is valid")
+    p.add_argument("--renew-deadline", type=float, default=10.0, help="seconds a leader may fail to renew")
+    p.add_argument("--retry-period", type=float, default=2.0, help="seconds between Lease attempts")
     p.add_argument(
         "--identity", default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
     )
@@ -189,6 +192,7 @@ class Controller:
 
     def start_workers(self) -> None:
         self.leading.set()
+        self.metrics.leader.set(1)
         log.info("leading: starting %d workers", self.args.workers)
         for o in self.informers["orders"].list():
             self.queue.add(wiring.order_key(o))
@@ -302,6 +306,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             namespace=args.namespace,
             name=args.lease_name,
             identity=args.identity,
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
             on_started_leading=ctl.start_workers,
             on_stopped_leading=done.set,
         )

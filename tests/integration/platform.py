@@ -63,11 +63,13 @@ class ControllerProcess:
     metrics_port: int = 0
     health_port: int = 0
     starts: int = 0
+    args: tuple[str, ...] = ("--no-leader-elect",)
+    name: str = "controller"
 
     def start(self) -> None:
         self.metrics_port, self.health_port = free_port(), free_port()
         self.starts += 1
-        with (self.log_dir / f"controller-{self.starts}.log").open("wb") as log:
+        with (self.log_dir / f"{self.name}-{self.starts}.log").open("wb") as log:
             self.proc = self._spawn(log)
         wait_for(self._ready, bool, timeout=90, message="the controller's /readyz")
 
@@ -83,7 +85,7 @@ class ControllerProcess:
                 NS,
                 "--settings-configmap",
                 "inference-settings",
-                "--no-leader-elect",
+                *self.args,
                 "--metrics-port",
                 str(self.metrics_port),
                 "--health-port",
