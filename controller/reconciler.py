@@ -40,7 +40,7 @@ from shared.api.inference_class import InferenceServiceClass
 from shared.api.order import Constraints, Endpoint, InferenceService, Resolved, ResolvedModel
 from shared.api.recipe import InferenceRecipe
 from shared.cel import selector_error
-from shared.conditions import Verdict, false, find, set_condition, true
+from shared.conditions import Verdict, false, find, set_condition, true, unknown
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -95,6 +95,8 @@ class Reconciler:
             return None
         now = self.clock()
         outcome = self._decide_and_act(order, raw, now)
+        if outcome.stale:
+            return 1.0  # our own last write has not reached every cache yet: look again shortly
         self._write_status(order, raw, outcome, now)
         return outcome.requeue
 
@@ -151,7 +153,10 @@ class Reconciler:
                 self._apply_workload(order, plan, cspec, facts.revision)
         except (kerr.Invalid, kerr.NotFound, kerr.Forbidden) as e:
             # Not transient: a missing API (cert-manager not installed), RBAC, or a refused manifest.
+            # status.resolved keeps the plan last applied in full, so the next reconcile tries again.
             out.verdicts[r.WORKLOAD_READY] = false(r.WORKLOAD_FAILED, f"Applying the workload failed: {e}")
+            if order.status.resolved is not None:
+                out.fields["resolved"] = order.status.resolved
             out.requeue = 30.0
             return out
         out.fields["endpoint"] = Endpoint(url=endpoint.url, type=endpoint.type)
@@ -291,6 +296,16 @@ class Reconciler:
             "tried_device_classes": list(decision.tried) or None,
             "replan_count": count,
         }
+        if (
+            not decision.compute
+            and in_force is not None
+            and prev is not None
+            and not _same_place(in_force, prev)
+        ):
+            # status.resolved records the plan last applied; a Deployment cache that says otherwise
+            # has not caught up with our own apply yet.
+            out.stale = True
+            return None, unknown(r.RECONCILING, "Waiting for the caches to catch up.")
         if not decision.compute and in_force is not None:
             resolved = (prev or Resolved()).model_copy(update=basis)
             out.fields["resolved"] = resolved
@@ -556,6 +571,19 @@ class _Outcome:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     fields: dict[str, Any] = field(default_factory=dict)
     requeue: float | None = None
+    stale: bool = False  # the caches disagree with our own last write: decide nothing now
+
+
+def _same_place(plan: LaunchPlan, resolved: Resolved) -> bool:
+    """Whether the plan is the one status.resolved records (a status without a plan agrees with any)."""
+    if resolved.device_class is None:
+        return True
+    return (plan.device_class, plan.product_name, plan.accelerator_count, plan.sharing_mode) == (
+        resolved.device_class,
+        resolved.accelerator_product_name,
+        resolved.accelerator_count,
+        resolved.sharing_mode,
+    )
 
 
 def _owned_by(obj: Obj, order: InferenceService) -> bool:
