@@ -77,6 +77,9 @@ class Reconciler:
     # Deployment are updated by separate watches, so a reconcile may see our new status before our
     # new Deployment; it must not take the old Deployment's plan for the plan in force.
     applied_plans: dict[tuple[str, str], LaunchPlan] = field(default_factory=dict)
+    # The resourceVersion our last status write returned, per order: a cached order older than it
+    # would make us decide on a status we have already replaced.
+    written: dict[tuple[str, str], str] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- order
 
@@ -85,6 +88,7 @@ class Reconciler:
         if raw is None:
             self.probes.pop((namespace, name), None)
             self.applied_plans.pop((namespace, name), None)
+            self.written.pop((namespace, name), None)
             return None
         if raw["metadata"].get("deletionTimestamp"):
             return None  # the garbage collector deletes what the order owns
@@ -94,6 +98,8 @@ class Reconciler:
             log.warning("order %s/%s does not parse: %s", namespace, name, e)
             return None
         now = self.clock()
+        if _older(raw["metadata"].get("resourceVersion"), self.written.get((namespace, name))):
+            return 1.0  # the cache has not seen our last status write yet
         outcome = self._decide_and_act(order, raw, now)
         if outcome.stale:
             return 1.0  # our own last write has not reached every cache yet: look again shortly
@@ -490,7 +496,7 @@ class Reconciler:
         new = build_status(order, outcome.verdicts, fields, now=stamp)
         if not status_changed(order.status, new):
             return
-        kapi.patch_status(
+        stored = kapi.patch_status(
             self.api,
             "ai.deckhouse.io/v1alpha1",
             "InferenceService",
@@ -500,6 +506,9 @@ class Reconciler:
             resource_version=raw["metadata"]["resourceVersion"],
         )
         self.metrics.api_writes.labels(kind="InferenceService", verb="status").inc()
+        rv = stored.get("metadata", {}).get("resourceVersion")
+        if rv:
+            self.written[(order.metadata.namespace or "", order.metadata.name)] = rv
         for t in transitions(order.status, new):
             try:
                 kapi.create_event(
@@ -572,6 +581,18 @@ class _Outcome:
     fields: dict[str, Any] = field(default_factory=dict)
     requeue: float | None = None
     stale: bool = False  # the caches disagree with our own last write: decide nothing now
+
+
+def _older(cached: str | None, written: str | None) -> bool:
+    """Whether the cached object predates our own last write. resourceVersions are opaque in the API
+    contract; every supported storage (etcd) hands out increasing integers, and anything else is
+    treated as "not older", which only costs an unneeded recomputation."""
+    if not cached or not written:
+        return False
+    try:
+        return int(cached) < int(written)
+    except ValueError:
+        return False
 
 
 def _same_place(plan: LaunchPlan, resolved: Resolved) -> bool:

@@ -56,3 +56,13 @@ def test_the_status_patch_clears_what_the_new_status_no_longer_has() -> None:
         "authSecretName": None,
         "resolved": {"cpu": "4", "sharePercent": None},
     }
+
+
+def test_a_cached_order_older_than_our_last_status_write_is_not_acted_on() -> None:
+    from controller.reconciler import _older
+
+    assert _older("41", "42")
+    assert not _older("42", "42")
+    assert not _older("43", "42")
+    assert not _older("41", None)
+    assert not _older("abc", "42"), "an opaque version is never taken as older"
