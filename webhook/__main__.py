@@ -11,6 +11,7 @@ import gc
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import uvicorn
 from prometheus_client import CollectorRegistry
@@ -49,8 +50,14 @@ def build_server(args: argparse.Namespace) -> uvicorn.Server:
     )
     registry = CollectorRegistry()
     registry.register(CertificateCollector(certificate))
+    return tls_server(create_app(registry=registry), args, certificate)
+
+
+def tls_server(app: Any, args: argparse.Namespace, certificate: ReloadingCertificate) -> uvicorn.Server:
+    """One uvicorn worker serving ``app`` over ``certificate``'s context (the benchmark's floor uses
+    this too, so the two stacks differ only in the app)."""
     config = uvicorn.Config(
-        create_app(registry=registry),
+        app,
         host=args.host,
         port=args.port,
         log_level=args.log_level,

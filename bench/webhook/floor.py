@@ -6,13 +6,12 @@ POST with one constant AdmissionReview. No FastAPI, no parsing, no decision.
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from webhook.__main__ import parse_args
+from webhook.__main__ import parse_args, tls_server
 from webhook.tls import ReloadingCertificate
 
 Scope = MutableMapping[str, Any]
@@ -42,26 +41,9 @@ async def app(
 
 
 def main() -> int:
-    import uvicorn
-
     args = parse_args()
     certificate = ReloadingCertificate(cert_file=args.cert_file, key_file=args.key_file)
-    config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        access_log=False,
-        server_header=False,
-        proxy_headers=False,
-        lifespan="off",
-        timeout_keep_alive=max(1, round(args.keep_alive_seconds)),
-    )
-    config.load()
-    config.ssl = certificate.context
-    gc.collect()
-    gc.freeze()  # as python -m webhook does
-    uvicorn.Server(config).run()
+    tls_server(app, args, certificate).run()
     return 0
 
 
