@@ -8,15 +8,13 @@ in a cluster). Used by the local registration, the integration fixture and the b
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from shared.pki import cert_pem, key_pem, load_key, new_ca, new_leaf
 
 
 @dataclass(frozen=True)
@@ -41,26 +39,10 @@ def make_serving_pki(
     """A new CA and a serving certificate for ``hosts`` in ``directory`` (created if missing)."""
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "inference-webhook-local-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=365))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
+    ca, key = new_ca("inference-webhook-local-ca", now=now, days=365)
     pki = ServingPki(root / "ca.crt", root / "ca.key", root / "tls.crt", root / "tls.key")
-    _write(pki.ca_file, ca.public_bytes(serialization.Encoding.PEM))
-    _write(pki.ca_key_file, _key_pem(key), private=True)
+    _write(pki.ca_file, cert_pem(ca))
+    _write(pki.ca_key_file, key_pem(key), private=True)
     issue_serving_certificate(pki, now=now, hosts=hosts)
     return pki
 
@@ -74,38 +56,13 @@ def issue_serving_certificate(
     new certificate's serial number.
     """
     ca = x509.load_pem_x509_certificate(pki.ca_file.read_bytes())
-    ca_key = serialization.load_pem_private_key(pki.ca_key_file.read_bytes(), None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-    key = ec.generate_private_key(ec.SECP256R1())
-    sans: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            sans.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            sans.append(x509.DNSName(host))
-    serial = x509.random_serial_number()
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "inference-webhook")]))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(serial)
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=90))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    ca_key = load_key(pki.ca_key_file.read_bytes())
+    cert, key = new_leaf(
+        ca, ca_key, common_name="inference-webhook", hosts=hosts, server=True, now=now, days=90
     )
-    _write(pki.key_file, _key_pem(key), private=True)
-    _write(pki.cert_file, cert.public_bytes(serialization.Encoding.PEM))
-    return serial
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
+    _write(pki.key_file, key_pem(key), private=True)
+    _write(pki.cert_file, cert_pem(cert))
+    return int(cert.serial_number)
 
 
 def _write(path: Path, data: bytes, *, private: bool = False) -> None:

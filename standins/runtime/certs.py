@@ -8,17 +8,17 @@ name. ``make_ca`` creates a throwaway CA for tests and demos.
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import ssl
 import tempfile
 import threading
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from shared.pki import cert_pem, key_pem, new_ca, new_leaf
 
 DEFAULT_NAME = "runtime-standin.local"
 """The name on the certificate offered to clients that send no SNI."""
@@ -26,39 +26,8 @@ DEFAULT_NAME = "runtime-standin.local"
 
 def make_ca(common_name: str = "runtime stand-in test CA") -> tuple[bytes, bytes]:
     """A self-signed CA: (certificate PEM, private key PEM)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+    cert, key = new_ca(common_name, now=dt.datetime.now(dt.UTC), days=30)
+    return cert_pem(cert), key_pem(key)
 
 
 class CertMinter:
@@ -103,37 +72,20 @@ class CertMinter:
             return ctx
 
     def _mint(self, name: str) -> ssl.SSLContext:
-        key = ec.generate_private_key(ec.SECP256R1())
-        now = dt.datetime.now(dt.UTC)
-        san: x509.GeneralName
-        try:
-            san = x509.IPAddress(ipaddress.ip_address(name))
-        except ValueError:
-            san = x509.DNSName(name)
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name[:64])]))
-            .issuer_name(self._ca_cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + self._validity)
-            .add_extension(x509.SubjectAlternativeName([san]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .sign(self._ca_key, hashes.SHA256())
+        cert, key = new_leaf(
+            self._ca_cert,
+            self._ca_key,
+            common_name=name,
+            hosts=(name,),
+            server=True,
+            now=dt.datetime.now(dt.UTC),
+            days=self._validity / dt.timedelta(days=1),
         )
         stem = Path(self._dir.name) / f"{len(self._contexts)}"
         cert_file, key_file = stem.with_suffix(".crt"), stem.with_suffix(".key")
-        chain = cert.public_bytes(serialization.Encoding.PEM) + self._ca_cert.public_bytes(
-            serialization.Encoding.PEM
-        )
+        chain = cert_pem(cert) + cert_pem(self._ca_cert)
         cert_file.write_bytes(chain)
-        key_file.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
+        key_file.write_bytes(key_pem(key))
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         ctx.load_cert_chain(cert_file, key_file)
