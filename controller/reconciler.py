@@ -13,10 +13,11 @@ Exceptions mean a rate-limited requeue.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -612,10 +613,4 @@ def _owned_by(obj: Obj, order: InferenceService) -> bool:
 
 
 def _stable_json(obj: Obj) -> str:
-    import json
-
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
-
-
-def order_keys_for(objs: Sequence[Obj]) -> list[tuple[str, str]]:
-    return [(o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objs]

@@ -9,7 +9,6 @@ and picks the endpoint type.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 
 from controller.facts import ModelFacts
 from shared import reasons as r
@@ -47,14 +46,6 @@ def class_verdict(
             f"InferenceServiceClass `{name}` is not ready: recipe(s) {', '.join(sorted(missing))} do not exist.",
         )
     return true(r.RESOLVED, f"InferenceServiceClass `{name}` is ready.")
-
-
-@dataclass(frozen=True, slots=True)
-class ClassProblems:
-    """What the class's own Ready condition reports."""
-
-    reason: str
-    message: str
 
 
 def class_readiness(
