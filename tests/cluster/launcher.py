@@ -143,9 +143,20 @@ def make_pki() -> None:
         _kubeconfig(P.component_kubeconfig(name), name)
 
 
+# The components are daemons that outlive the process that started them (the next test run
+# reuses them). This process still holds a Popen for each one it started: kept here, it is
+# neither garbage-collected while the child runs (a ResourceWarning, an error under pytest)
+# nor left as a zombie that kill(pid, 0) would still report alive after ``down()``.
+_SPAWNED: dict[str, subprocess.Popen[bytes]] = {}
+
+
 def _pid(name: str) -> int | None:
     f = P.pids / name
     if not f.exists():
+        return None
+    child = _SPAWNED.get(name)
+    if child is not None and child.poll() is not None:
+        del _SPAWNED[name]
         return None
     try:
         pid = int(f.read_text())
@@ -183,15 +194,17 @@ def _start(name: str, argv: list[str]) -> None:
         )
     P.logs.mkdir(parents=True, exist_ok=True)
     P.pids.mkdir(parents=True, exist_ok=True)
-    out = (P.logs / f"{name}.log").open("ab")
-    proc = subprocess.Popen(
-        argv,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        cwd=STATE,
-    )
+    # The child holds its own copy of the log descriptor; the parent closes its copy at once.
+    with (P.logs / f"{name}.log").open("ab") as out:
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=STATE,
+        )
+    _SPAWNED[name] = proc
     (P.pids / name).write_text(str(proc.pid))
     log(f"started {name} (pid {proc.pid}), log {P.logs / (name + '.log')}")
 
@@ -469,6 +482,9 @@ def _stop_all() -> None:
             time.sleep(0.1)
         if _pid(name) is not None:
             os.killpg(pid, signal.SIGKILL)
+        child = _SPAWNED.pop(name, None)
+        if child is not None:
+            child.wait(timeout=15)
         (P.pids / name).unlink(missing_ok=True)
         log(f"stopped {name}")
 
