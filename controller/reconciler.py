@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from controller import observe, render, resolve
+from controller import drift, observe, render, resolve
 from controller.facts import ModelFacts
 from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from controller.kube import apply as kapi
@@ -157,7 +157,7 @@ class Reconciler:
             if v.reason != r.LAUNCH_PLAN_IN_FORCE:
                 # A plan kept in force was rendered for the model it serves, not for the edited
                 # spec: leave its workload exactly as it is.
-                self._apply_workload(order, plan, cspec, facts.revision)
+                self._apply_workload(order, raw, plan, cspec, facts.revision)
         except (kerr.Invalid, kerr.NotFound, kerr.Forbidden) as e:
             # Not transient: a missing API (cert-manager not installed), RBAC, or a refused manifest.
             # status.resolved keeps the plan last applied in full, so the next reconcile tries again.
@@ -411,7 +411,7 @@ class Reconciler:
         return token
 
     def _apply_workload(
-        self, order: InferenceService, plan: LaunchPlan, cspec: Any, revision: str | None
+        self, order: InferenceService, raw: Obj, plan: LaunchPlan, cspec: Any, revision: str | None
     ) -> None:
         desired = render.workload(order, plan, cspec, self.settings, revision=revision)
         ns = order.metadata.namespace or ""
@@ -421,7 +421,12 @@ class Reconciler:
             obj["metadata"].setdefault("annotations", {})[APPLIED_HASH] = h
             live = self._live(obj)
             if live is not None and (live["metadata"].get("annotations") or {}).get(APPLIED_HASH) == h:
-                continue  # already applied exactly this: no write
+                edited = drift.drifted(obj, live)
+                if edited is None:
+                    continue  # already applied exactly this, and nobody changed it since: no write
+                what = f"{obj['kind']} {obj['metadata']['name']}"
+                log.info("%s/%s: %s was changed; restoring it", ns, what, edited)
+                self._event(raw, "Warning", "DriftCorrected", f"{what}: {edited} was changed; restored it.")
             log.info("apply %s %s/%s", obj["kind"], ns, obj["metadata"]["name"])
             kapi.apply(self.api, obj, field_manager=names.FIELD_MANAGER)
             self.metrics.api_writes.labels(kind=obj["kind"], verb="apply").inc()
@@ -511,18 +516,23 @@ class Reconciler:
         if rv:
             self.written[(order.metadata.namespace or "", order.metadata.name)] = rv
         for t in transitions(order.status, new):
-            try:
-                kapi.create_event(
-                    self.api,
-                    raw,
-                    type_=t.type,
-                    reason=t.reason,
-                    message=t.message,
-                    reporting_controller=names.FIELD_MANAGER,
-                    action="Reconcile",
-                )
-            except kerr.KubeError as e:  # an Event is best effort
-                log.info("event for %s/%s not recorded: %s", order.metadata.namespace, order.metadata.name, e)
+            self._event(raw, t.type, t.reason, t.message)
+
+    def _event(self, raw: Obj, type_: str, reason: str, message: str) -> None:
+        """An Event on the order; best effort (a failure is logged, never raised)."""
+        try:
+            kapi.create_event(
+                self.api,
+                raw,
+                type_=type_,
+                reason=reason,
+                message=message,
+                reporting_controller=names.FIELD_MANAGER,
+                action="Reconcile",
+            )
+        except kerr.KubeError as e:
+            meta = raw["metadata"]
+            log.info("event for %s/%s not recorded: %s", meta.get("namespace"), meta["name"], e)
 
     # ---------------------------------------------------------------- class
 

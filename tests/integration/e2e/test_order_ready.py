@@ -185,3 +185,52 @@ def test_deleting_the_order_deletes_what_it_owns_and_leaves_the_users_hf_secret(
     after = platform.get("secret", "hf-token", ns)
     assert after is not None
     assert after["metadata"]["resourceVersion"] == user_secret["metadata"]["resourceVersion"]
+
+
+def test_an_edited_deployment_and_a_deleted_service_are_restored(platform: Platform, ns: str) -> None:
+    """The owned objects are the controller's: a hand edit is undone and a deletion re-created,
+    with a DriftCorrected Event on the order naming the changed field."""
+    from tests.integration.conftest import wait_for
+
+    platform.create_order(ns, "drift", hf("Qwen/Qwen2.5-0.5B-Instruct"))
+    platform.wait_phase(ns, "drift", "Ready", timeout=90)
+    dep = platform.get("deployment", "drift", ns)
+    svc = platform.get("service", "drift", ns)
+    assert dep is not None and svc is not None
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    image = container["image"]
+
+    platform.kubectl(
+        "set", "image", "deployment/drift", "-n", ns, f"{container['name']}=example.com/other:latest"
+    )
+    platform.kubectl("delete", "service", "drift", "-n", ns, "--wait=true")
+
+    restored = wait_for(
+        lambda: platform.get("deployment", "drift", ns),
+        lambda d: d is not None and d["spec"]["template"]["spec"]["containers"][0]["image"] == image,
+        timeout=60,
+        message="the controller to restore the Deployment's image",
+    )
+    assert restored is not None
+    back = wait_for(
+        lambda: platform.get("service", "drift", ns),
+        lambda s: s is not None,
+        timeout=60,
+        message="the controller to re-create the Service",
+    )
+    assert back is not None and back["metadata"]["uid"] != svc["metadata"]["uid"]
+    assert back["spec"]["ports"] == svc["spec"]["ports"]
+
+    def drift_events() -> list[str]:
+        out = platform.kubectl(
+            "get", "events", "-n", ns, "--field-selector", "involvedObject.name=drift", "-o", "json"
+        ).stdout
+        return [
+            e.get("note") or e.get("message") or ""
+            for e in json.loads(out)["items"]
+            if e["reason"] == "DriftCorrected"
+        ]
+
+    notes = wait_for(drift_events, bool, timeout=30, message="a DriftCorrected Event on the order")
+    assert any("Deployment drift" in n and ".image" in n for n in notes), notes
+    assert platform.order(ns, "drift")["status"]["phase"] == "Ready"
