@@ -24,8 +24,16 @@ def service_account_kubeconfig(
 ) -> pathlib.Path:
     """Write a kubeconfig that authenticates as ``system:serviceaccount:<namespace>:<name>``."""
     token = subprocess.run(
-        [str(kubectl), f"--kubeconfig={admin_kubeconfig}", "create", "token", name, "-n", namespace,
-         f"--duration={hours}h"],
+        [
+            str(kubectl),
+            f"--kubeconfig={admin_kubeconfig}",
+            "create",
+            "token",
+            name,
+            "-n",
+            namespace,
+            f"--duration={hours}h",
+        ],
         check=True,
         capture_output=True,
         text=True,

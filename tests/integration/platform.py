@@ -258,7 +258,14 @@ def platform(
     tmp = ROOT / ".cluster" / "e2e-logs" / time.strftime("%Y%m%d-%H%M%S")
     tmp.mkdir(parents=True, exist_ok=True)
     # The controller runs as its shipped ServiceAccount, under the shipped RBAC.
-    kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=e2e", "-k", str(ROOT / "deploy/base/rbac"))
+    kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=e2e",
+        "-k",
+        str(ROOT / "deploy/base/rbac"),
+    )
     sa_kubeconfig = service_account_kubeconfig(
         kubectl=cluster.kubectl_path,
         admin_kubeconfig=cluster.kubeconfig,

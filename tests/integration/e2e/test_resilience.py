@@ -82,7 +82,9 @@ def test_twenty_orders_of_one_model_cost_one_resolution_at_start(platform: Platf
         platform.controller.start()
 
     def resolved() -> int:
-        items = json.loads(platform.kubectl("get", "inferenceservices", "-n", ns, "-o", "json").stdout)["items"]
+        items = json.loads(platform.kubectl("get", "inferenceservices", "-n", ns, "-o", "json").stdout)[
+            "items"
+        ]
         return sum(
             1
             for o in items
