@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from controller import wiring
-from controller.kinds import BY_CACHE, KINDS, OWNED, PRUNED, Cache, cache_of, watched
+from controller.kinds import BY_CACHE, KINDS, OWNED, PRUNED, Cache, Fanout, cache_of, watched
 from controller.store import Store, UnwatchedCacheError
 
 
@@ -65,4 +65,4 @@ def test_owned_objects_map_to_the_order_in_their_label_and_classes_fan_out() -> 
     assert wiring.keys_for(Cache.PODS, pod, []) == [("order", "ns", "o")]
     klass = {"metadata": {"name": "c"}}
     assert wiring.keys_for(Cache.CLASSES, klass, [order("a")]) == [("class", "", "c"), ("order", "ns", "a")]
-    assert BY_CACHE[Cache.RECIPES].fanout is wiring.Fanout.EVERYTHING
+    assert BY_CACHE[Cache.RECIPES].fanout is Fanout.EVERYTHING
