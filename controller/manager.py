@@ -81,8 +81,13 @@ class Controller:
             ),
             actor=Actor(api=api, metrics=self.metrics),
         )
+        self.reconciler.on_capacity = self._requeue_waiting
         self.leading = threading.Event()
         self.workers: list[threading.Thread] = []
+
+    def _requeue_waiting(self) -> None:
+        for key in wiring.waiting_orders(self.informers[Cache.ORDERS].list(), self._priorities()):
+            self.queue.add(key)
 
     def _count_hub_call(self, outcome: str) -> None:
         self.metrics.hub_calls.labels(outcome=outcome).inc()

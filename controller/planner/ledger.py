@@ -82,6 +82,7 @@ class Ledger:
         self._exhausted: dict[OrderKey, int] = {}
         self._epoch = 0
         self._devices: tuple[Device, ...] | None = None  # the sorted fleet, rebuilt only on slice change
+        self._shared: frozenset[DeviceKey] | None = None  # its multiple-allocation devices
 
     # ------------------------------------------------------------------ informer feed
 
@@ -117,6 +118,7 @@ class Ledger:
                     self._slices.devices[name] = devices
                     self._slices.counters[name] = counters
             self._devices = None
+            self._shared = None
             if len(self._slices.devices.get(name, ())) > before:
                 self._epoch += 1
 
@@ -240,7 +242,9 @@ class Ledger:
 
     def _shared_devices(self) -> frozenset[DeviceKey]:
         with self._lock:
-            return frozenset(d.key for d in self._fleet() if d.multiple_allocations)
+            if self._shared is None:
+                self._shared = frozenset(d.key for d in self._fleet() if d.multiple_allocations)
+            return self._shared
 
     def _reclassify(self) -> None:
         """A DeviceClass changed: every device's class membership is computed again (rare)."""
@@ -249,6 +253,7 @@ class Ledger:
                 classify(d, self._classes, self._class_errors) for d in devices
             )
         self._devices = None
+        self._shared = None
         self._epoch += 1
 
     def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
