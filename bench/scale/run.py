@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.scale import orders as ord_
+from bench.scale import profile
 from bench.scale.figures import State, devices, metric_sum, overcommit, proc_stat
 from bench.scale.packing import bundled_class, bundled_recipes, hub_facts, pack
 from bench.scale.plane import ROOT, Plane, say, stop_all
@@ -53,6 +54,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--reuse-plane", action="store_true", help="keep the running plane and its objects")
     p.add_argument("--no-restart", action="store_true", help="skip the SIGKILL restart")
     p.add_argument("--plot", type=pathlib.Path, default=None, help="PNG path (default: in the state dir)")
+    p.add_argument(
+        "--profile",
+        type=pathlib.Path,
+        default=None,
+        help="py-spy the controller from apply to Ready (raw stacks)",
+    )
     p.add_argument("--keep", action="store_true", help="leave the plane and the processes running")
     return p.parse_args(argv)
 
@@ -145,6 +152,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pid = plane.controller_pid
     m0, p0 = plane.metrics(), proc_stat(pid)
     say(f"applying {len(objs)} orders ({args.apply_threads} threads)")
+    sampler = profile.start(pid, args.profile) if args.profile else None
     t_first = tracker.now()
     create_all(api, objs, args.apply_threads)
     t_applied = tracker.now()
@@ -153,6 +161,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     say(f"all decided {t_decided - t_applied:.1f}s after the last apply; waiting for Ready")
     t_ready = tracker.wait(all_ready(len(objs)), timeout=args.timeout, what="ready")
     m1, p1 = plane.metrics(), proc_stat(pid)
+    if sampler is not None:
+        sampler.stop()
     counts = tracker.counts()
     writes = metric_sum(m1, WRITES) - metric_sum(m0, WRITES)
     fleet = devices(kapi.list_objects(api, "resource.k8s.io/v1", "ResourceSlice"))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from controller.facts import ModelFacts
 from controller.planner.estimate import MemoryEstimate
 from controller.planner.inventory import Device
-from controller.planner.placement import Candidate, candidates
+from controller.planner.placement import Candidate, best_candidate
 from controller.planner.recipes import RecipeChoice, runs_on
 from shared import reasons
 from shared.cel import Semver
@@ -54,7 +54,7 @@ def diagnose(
     ever: list[Candidate] = []
     for device_class, ds in eligible.items():
         for mode in modes:
-            ever += candidates(
+            found = best_candidate(
                 device_class=device_class,
                 mode=mode,
                 devices=[d for d in ds if d.key in capable_keys],
@@ -64,6 +64,8 @@ def diagnose(
                 choices=choices,
                 tp_sizes=tp_sizes,
             )
+            if found is not None:
+                ever.append(found)
     if not ever:
         largest = max(capable, key=lambda d: (d.memory_bytes, d.product_name))
         per_node: dict[str, int] = {}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from controller.planner.fleet_index import index_of
 from controller.planner.selectors import SelectorCache
 from shared.cel import CelError, DeviceView, Selector, Semver, compile_selector, device_view
 from shared.quantity import QuantityError, parse_quantity
@@ -74,18 +75,21 @@ class Inventory:
     counters: Mapping[tuple[str, str, str, str], Decimal] = field(default_factory=dict)  # left per counter
 
     def busy(self) -> frozenset[DeviceKey]:
-        """Devices that cannot be taken whole: allocated, held, partly consumed, or a relative is."""
+        """Devices that cannot be taken whole: allocated, held, partly consumed, or a relative is.
+
+        In time proportional to what is taken, not to the fleet (``fleet_index``)."""
         taken = self.allocated | self.held | frozenset(k for k, v in self.consumed.items() if v > 0)
-        uuids = {d.uuid for d in self.devices if d.key in taken and d.uuid}
-        parents = {d.parent_uuid for d in self.devices if d.key in taken and d.parent_uuid}
+        index = index_of(self.devices)
         blocked = set(taken)
-        for d in self.devices:
-            if (
-                (d.parent_uuid is not None and d.parent_uuid in uuids)
-                or (d.uuid is not None and d.uuid in parents)
-                or (d.consumes and not self._counters_left(d))
-            ):
-                blocked.add(d.key)
+        for k in taken:
+            d = index.by_key.get(k)
+            if d is None:
+                continue
+            if d.uuid:
+                blocked.update(index.children.get(d.uuid, ()))
+            if d.parent_uuid:
+                blocked.update(index.with_uuid.get(d.parent_uuid, ()))
+        blocked.update(d.key for d in index.with_counters if not self._counters_left(d))
         return frozenset(blocked)
 
     def _counters_left(self, device: Device) -> bool:

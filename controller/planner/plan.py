@@ -29,8 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from controller.facts import ModelFacts
 from controller.planner.diagnose import diagnose
 from controller.planner.estimate import MemoryEstimate, disk_bytes, estimate_memory
+from controller.planner.fleet_index import index_of
 from controller.planner.inventory import Device, DeviceKey, Inventory
-from controller.planner.placement import SHARED_MODES, Candidate, candidates, tensor_parallel_sizes
+from controller.planner.placement import SHARED_MODES, Candidate, best_candidate, tensor_parallel_sizes
 from controller.planner.recipes import RecipeChoice, model_recipes, ordered_recipes, quantization_method
 from controller.planner.selectors import SelectorCache
 from controller.planner.vllm import VllmLaunch, vllm_args
@@ -159,7 +160,10 @@ def plan_order(request: PlanRequest) -> PlanOutcome:
 
     cache = SelectorCache()
     eligible: dict[str, list[Device]] = {c: [] for c in allowed}
-    for d in inv.devices:
+    if selector is None:  # the devices of each class, from the fleet's index
+        by_class = index_of(inv.devices).by_class
+        eligible = {c: list(by_class.get(c, ())) for c in allowed}
+    for d in inv.devices if selector is not None else ():
         classes = [c for c in allowed if c in d.device_classes]
         try:
             if not classes or (selector is not None and not cache.matches(selector, d.view)):
@@ -184,7 +188,7 @@ def plan_order(request: PlanRequest) -> PlanOutcome:
     busy = inv.busy()
     for device_class in allowed:
         for mode in modes:
-            found = candidates(
+            found = best_candidate(
                 device_class=device_class,
                 mode=mode,
                 devices=eligible[device_class],
@@ -194,8 +198,8 @@ def plan_order(request: PlanRequest) -> PlanOutcome:
                 choices=choices,
                 tp_sizes=tp_sizes,
             )
-            if found:
-                return _planned(request, found[0], estimate, method)
+            if found is not None:
+                return _planned(request, found, estimate, method)
     reason, message = diagnose(
         facts=facts,
         eligible=eligible,
@@ -229,7 +233,7 @@ def _keep_previous(
     if not held:
         return None
     free_inv = Inventory(devices=tuple(held), device_classes=inv.device_classes)
-    found = candidates(
+    found = best_candidate(
         device_class=prev.device_class,
         mode=prev.sharing_mode,
         devices=held,
@@ -239,9 +243,9 @@ def _keep_previous(
         choices=choices,
         tp_sizes=tp_sizes,
     )
-    if not found:
+    if found is None:
         return None
-    return _planned(request, found[0], estimate, quantization_method(request.facts))
+    return _planned(request, found, estimate, quantization_method(request.facts))
 
 
 def _planned(request: PlanRequest, cand: Candidate, estimate: MemoryEstimate, method: str) -> PlanOutcome:
@@ -320,7 +324,9 @@ def _q(text: str) -> str:
 def _mig_share(inv: Inventory, device: Device) -> int:
     """The MIG device's share of its GPU: by memory when the parent is published, else by the
     profile's compute slices (``3g.20gb`` is 3 of the 7 slices of an A100 or H100)."""
-    parent = next((d for d in inv.devices if device.parent_uuid and d.uuid == device.parent_uuid), None)
+    index = index_of(inv.devices)
+    keys = index.with_uuid.get(device.parent_uuid, ()) if device.parent_uuid else ()
+    parent = index.by_key[keys[0]] if keys else None
     if parent is not None and parent.memory_bytes > 0:
         return max(1, min(100, round(device.memory_bytes * 100 / parent.memory_bytes)))
     m = re.match(r"^(\d+)g\.", device.profile or "")
