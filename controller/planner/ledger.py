@@ -175,10 +175,21 @@ class Ledger:
                 return
             self._reserve(order, plan_hash, pick(self._view(order, frozenset())))
 
-    def settle(self, order: OrderKey) -> None:
-        """The order's claims are allocated: the allocation now stands for the reservation."""
+    def settle(self, order: OrderKey, own_claims: Iterable[str] = ()) -> None:
+        """The order's claims are allocated: the allocation now stands for the reservation.
+
+        The scheduler may have allocated other devices than the ones reserved (a plan names a
+        product, not a device): those reserved and not allocated are free again, so capacity grew.
+        """
         with self._lock:
-            self._reservations.pop(order, None)
+            old = self._reservations.pop(order, None)
+            if old is None:
+                return
+            allocated: set[DeviceKey] = set()
+            for name in own_claims:
+                allocated |= self._claims.get((order[0], name), Use()).keys
+            if old.use.keys - allocated:
+                self._epoch += 1
 
     def release(self, order: OrderKey) -> None:
         """The order is gone, or plans nothing: its reservation is freed."""
