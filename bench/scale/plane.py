@@ -76,6 +76,7 @@ class Plane:
         objs = fleet.large_fleet(nodes - default_nodes) if nodes > default_nodes else []
         objs = [o for o in objs if o["kind"] != "DeviceClass"] + fleet.storage(volumes)[1:]
         say(f"fleet: {sum(o['kind'] == 'Node' for o in objs)} more nodes and their slices, {volumes} volumes")
+        self.demo.state.mkdir(parents=True, exist_ok=True)
         path = self.demo.state / "fleet.yaml"
         path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
         self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=fleet", "-f", str(path))

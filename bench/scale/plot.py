@@ -14,6 +14,7 @@ def plot(samples: Sequence[Sample], *, applied: float, orders: int, title: str, 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    samples = list(samples)  # the sampler may still append
     t = [s.t - applied for s in samples]
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
     ax.plot(t, [s.decided for s in samples], label="decided (Planned=True or Pending/NoCapacity)", lw=1.2)

@@ -102,9 +102,7 @@ def test_best_candidate_is_the_first_of_the_sorted_candidates(
     empty: bool,
 ) -> None:
     inv = taken(fleets()[which], picks, shared)
-    choices = [
-        c for c in model_recipes([make_recipe()], model, "Chat" if model is not BGE_LARGE else "Embeddings")
-    ]
+    choices = list(model_recipes([make_recipe()], model, "Chat" if model is not BGE_LARGE else "Embeddings"))
     args: dict[str, Any] = {
         "device_class": device_class,
         "mode": mode,
