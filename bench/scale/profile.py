@@ -34,7 +34,20 @@ class Sampler:
 def start(pid: int, out: pathlib.Path, *, rate: int = 50) -> Sampler:
     exe = shutil.which("py-spy") or str(pathlib.Path(sys.executable).parent / "py-spy")
     out.parent.mkdir(parents=True, exist_ok=True)
-    argv = [exe, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--output", str(out)]
+    # --gil: only the thread holding the GIL is sampled, so the tables are CPU, not waiting on sockets
+    argv = [
+        exe,
+        "record",
+        "--pid",
+        str(pid),
+        "--rate",
+        str(rate),
+        "--gil",
+        "--format",
+        "raw",
+        "--output",
+        str(out),
+    ]
     log = out.with_suffix(".log").open("wb")
     with log:
         proc = subprocess.Popen([*argv, "--nonblocking"], stdout=log, stderr=subprocess.STDOUT)
