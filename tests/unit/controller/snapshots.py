@@ -120,6 +120,7 @@ def request(s: Snapshot, *, skip: Sequence[str] = (), inventory: Inventory | Non
     )
 
 
+@functools.cache
 def plan_on(device_class: str) -> LaunchPlan:
     """The plan for the small model when the planner skips every other device class."""
     s = snap()

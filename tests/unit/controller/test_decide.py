@@ -305,6 +305,34 @@ def test_a_scale_up_inside_the_grace_is_healthy_and_looked_at_again() -> None:
     assert st.phase == "Ready"
 
 
+@pytest.mark.parametrize(
+    "cond",
+    [
+        {
+            "type": "Progressing",
+            "status": "False",
+            "reason": "ProgressDeadlineExceeded",
+            "message": "timed out",
+        },
+        {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "exceeded quota"},
+    ],
+)
+def test_a_scale_up_the_deployment_cannot_carry_out_leaves_a_serving_order_ready_but_degraded(
+    cond: dict[str, str],
+) -> None:
+    """The Deployment's failure conditions speak of the replicas it could not add, not of the one
+    that serves: WorkloadReady stays Available and ScalingHealthy says ScaleUpBlocked."""
+    plan = plan_on(GPU)
+    s = serving(plan, hpa=hpa(2), deployment=deployment(plan, available=1, replicas=2, conditions=[cond]))
+    intents, st = decide_and_build(s, run_planner(s, plan_decision(s)))
+    c = conditions_of(st)
+    assert c[r.WORKLOAD_READY] == ("True", r.AVAILABLE)
+    assert c[r.READY] == ("True", r.SERVING)
+    assert c[r.SCALING_HEALTHY] == ("False", r.SCALE_UP_BLOCKED)
+    assert cond["message"] in intents.verdicts[r.SCALING_HEALTHY].message
+    assert st.phase == "Degraded"
+
+
 # ------------------------------------------------------------------ (a) no reason outlives its cause
 
 
