@@ -82,6 +82,7 @@ class Ledger:
         self._exhausted: dict[OrderKey, int] = {}
         self._epoch = 0
         self._devices: tuple[Device, ...] | None = None  # the sorted fleet, rebuilt only on slice change
+        self._by_key: dict[DeviceKey, Device] | None = None
 
     # ------------------------------------------------------------------ informer feed
 
@@ -117,6 +118,7 @@ class Ledger:
                     self._slices.devices[name] = devices
                     self._slices.counters[name] = counters
             self._devices = None
+            self._by_key = None
             if len(self._slices.devices.get(name, ())) > before:
                 self._epoch += 1
 
@@ -124,8 +126,8 @@ class Ledger:
         """Record a claim's allocation. Returns whether capacity was freed (waiting orders may fit)."""
         meta = obj.get("metadata", {})
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-        use = Use() if deleted else _claim_use(obj, self._shared_devices())
         with self._lock:
+            use = Use() if deleted else _claim_use(obj, self._index())
             before = self._claims.get(key, Use())
             if use.keys:
                 self._claims[key] = use
@@ -238,9 +240,11 @@ class Ledger:
             self._devices = tuple(devices)
         return self._devices
 
-    def _shared_devices(self) -> frozenset[DeviceKey]:
-        with self._lock:
-            return frozenset(d.key for d in self._fleet() if d.multiple_allocations)
+    def _index(self) -> Mapping[DeviceKey, Device]:
+        """Devices by key, rebuilt only when a slice changes (a claim event looks its devices up)."""
+        if self._by_key is None:
+            self._by_key = {d.key: d for d in self._fleet()}
+        return self._by_key
 
     def _reclassify(self) -> None:
         """A DeviceClass changed: every device's class membership is computed again (rare)."""
@@ -249,6 +253,7 @@ class Ledger:
                 classify(d, self._classes, self._class_errors) for d in devices
             )
         self._devices = None
+        self._by_key = None
         self._epoch += 1
 
     def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
@@ -292,7 +297,10 @@ class Ledger:
         )
 
 
-def _claim_use(claim: Obj, shared: frozenset[DeviceKey]) -> Use:
+def _claim_use(claim: Obj, known: Mapping[DeviceKey, Device]) -> Use:
+    """What an allocated claim takes. A result that consumed ``memory`` is a share of a
+    multiple-allocation device (only such devices record consumed capacity), unless the device is
+    known to be exclusive: the claim may arrive before the slice that publishes its device."""
     results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
         "results"
     ) or []
@@ -301,7 +309,8 @@ def _claim_use(claim: Obj, shared: frozenset[DeviceKey]) -> Use:
     for r in results:
         key = (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
         consumed = r.get("consumedCapacity") or {}
-        if key in shared and "memory" in consumed:
+        device = known.get(key)
+        if "memory" in consumed and (device is None or device.multiple_allocations):
             parts.append((key, math.ceil(parse_quantity(consumed["memory"]))))
         else:
             whole.add(key)
