@@ -29,9 +29,11 @@ from typing import Any
 
 from controller.planner.inventory import (
     Device,
+    DeviceIndex,
     DeviceKey,
     Inventory,
     classify,
+    index_devices,
     parse_device_class,
     parse_slice,
 )
@@ -82,7 +84,8 @@ class Ledger:
         self._exhausted: dict[OrderKey, int] = {}
         self._epoch = 0
         self._devices: tuple[Device, ...] | None = None  # the sorted fleet, rebuilt only on slice change
-        self._by_key: dict[DeviceKey, Device] | None = None
+        self._device_index: DeviceIndex | None = None  # lookups over the fleet, same lifetime
+        self._all_counters: dict[CounterKey, Decimal] | None = None  # every slice's, same lifetime
 
     # ------------------------------------------------------------------ informer feed
 
@@ -118,7 +121,8 @@ class Ledger:
                     self._slices.devices[name] = devices
                     self._slices.counters[name] = counters
             self._devices = None
-            self._by_key = None
+            self._device_index = None
+            self._all_counters = None
             if len(self._slices.devices.get(name, ())) > before:
                 self._epoch += 1
 
@@ -127,7 +131,7 @@ class Ledger:
         meta = obj.get("metadata", {})
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         with self._lock:
-            use = Use() if deleted else _claim_use(obj, self._index())
+            use = Use() if deleted else _claim_use(obj, self._index().by_key)
             before = self._claims.get(key, Use())
             if use.keys:
                 self._claims[key] = use
@@ -240,11 +244,11 @@ class Ledger:
             self._devices = tuple(devices)
         return self._devices
 
-    def _index(self) -> Mapping[DeviceKey, Device]:
-        """Devices by key, rebuilt only when a slice changes (a claim event looks its devices up)."""
-        if self._by_key is None:
-            self._by_key = {d.key: d for d in self._fleet()}
-        return self._by_key
+    def _index(self) -> DeviceIndex:
+        """Lookups over the fleet, rebuilt only when a slice changes; shared by every view."""
+        if self._device_index is None:
+            self._device_index = index_devices(self._fleet())
+        return self._device_index
 
     def _reclassify(self) -> None:
         """A DeviceClass changed: every device's class membership is computed again (rare)."""
@@ -253,7 +257,7 @@ class Ledger:
                 classify(d, self._classes, self._class_errors) for d in devices
             )
         self._devices = None
-        self._by_key = None
+        self._device_index = None
         self._epoch += 1
 
     def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
@@ -261,11 +265,11 @@ class Ledger:
         allocated: set[DeviceKey] = set()
         held: set[DeviceKey] = set()
         consumed: dict[DeviceKey, int] = {}
-        counters: dict[CounterKey, Decimal] = {}
-        for c in self._slices.counters.values():
-            counters.update(c)
+        if self._all_counters is None:
+            self._all_counters = {k: v for c in self._slices.counters.values() for k, v in c.items()}
+        counters = dict(self._all_counters)
         fleet = self._fleet()
-        by_key = {d.key: d for d in fleet} if counters else {}
+        by_key = self._index().by_key
 
         def take(use: Use) -> None:
             for k in use.whole:
@@ -294,6 +298,7 @@ class Ledger:
             consumed=consumed,
             held=frozenset(held),
             counters=counters,
+            index=self._index(),
         )
 
 
@@ -327,4 +332,4 @@ def use_of(allocation: Iterable[DeviceKey], shared_bytes: int | None) -> Use:
 
 def with_devices(inventory: Inventory, devices: Iterable[Device]) -> Inventory:
     """The same allocations over another set of devices (for tests and the benchmark)."""
-    return replace(inventory, devices=tuple(devices))
+    return replace(inventory, devices=tuple(devices), index=None)

@@ -449,3 +449,78 @@ def test_random_order_mixes_never_over_commit_and_every_order_that_fits_a_free_d
     view = ledger.view(("ns", "newcomer"))
     assert whole <= view.allocated
     assert {k: v for k, v in view.consumed.items() if v} == {k: v for k, v in shared.items() if v}
+
+
+# ------------------------------------------------------------------ busy() through the device index
+
+
+def busy_by_scan(inv: Inventory) -> frozenset[DeviceKey]:
+    """The reference: every device scanned (what ``Inventory.busy`` did before the index)."""
+    taken = inv.allocated | inv.held | frozenset(k for k, v in inv.consumed.items() if v > 0)
+    uuids = {d.uuid for d in inv.devices if d.key in taken and d.uuid}
+    parents = {d.parent_uuid for d in inv.devices if d.key in taken and d.parent_uuid}
+    blocked = set(taken)
+    for d in inv.devices:
+        left = all(
+            inv.counters.get((d.key[0], d.key[1], cs, c), amount) >= amount for cs, c, amount in d.consumes
+        )
+        if (d.parent_uuid in uuids) or (d.uuid is not None and d.uuid in parents) or not left:
+            blocked.add(d.key)
+    return frozenset(blocked)
+
+
+RELATIVES = ledger_of(
+    [
+        h100_node(),
+        l4_shared(),
+        make_slice(
+            "a100-0",
+            [
+                gpu("gpu-0", "NVIDIA A100-SXM4-40GB", "40Gi", "8.0.0"),
+                mig("gpu-0-mig-3g", "gpu-0", "3g.20gb", "20Gi"),
+                mig("gpu-0-mig-1g", "gpu-0", "1g.5gb", "5Gi"),
+                gpu("gpu-1", "NVIDIA A100-SXM4-40GB", "40Gi", "8.0.0"),
+                mig("gpu-1-mig-3g", "gpu-1", "3g.20gb", "20Gi"),
+            ],
+        ),
+    ]
+)
+RELATIVE_KEYS = sorted(d.key for d in RELATIVES.view(("", "")).devices)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    allocated=st.sets(st.sampled_from(RELATIVE_KEYS)),
+    held=st.sets(st.sampled_from(RELATIVE_KEYS)),
+    shared_gib=st.integers(0, 24),
+)
+def test_busy_through_the_index_is_the_same_as_a_scan_of_every_device(
+    allocated: set[DeviceKey], held: set[DeviceKey], shared_gib: int
+) -> None:
+    ledger = RELATIVES
+    for i, k in enumerate(sorted(allocated)):
+        ledger.on_claim(make_claim(f"c-{i}", "ns", [k]))
+    for i, k in enumerate(sorted(held)):
+        ledger.on_claim(make_claim(f"own-{i}", "ns", [k]))
+    if shared_gib:
+        ledger.on_claim(
+            make_claim("s", "other", [key("l4-0")], consumedCapacity={"memory": f"{shared_gib}Gi"})
+        )
+    try:
+        inv = ledger.view(("ns", "o"), own_claims=[f"own-{i}" for i in range(len(held))])
+        assert inv.index is not None, "the ledger hands its index to every view"
+        assert inv.busy() == busy_by_scan(inv)
+        fresh = Inventory(
+            devices=inv.devices,
+            device_classes=inv.device_classes,
+            allocated=inv.allocated,
+            consumed=inv.consumed,
+            held=inv.held,
+        )
+        assert fresh.busy() == busy_by_scan(fresh)
+    finally:
+        for i in range(len(allocated)):
+            ledger.on_claim(make_claim(f"c-{i}", "ns", []), deleted=True)
+        for i in range(len(held)):
+            ledger.on_claim(make_claim(f"own-{i}", "ns", []), deleted=True)
+        ledger.on_claim(make_claim("s", "other", []), deleted=True)
