@@ -103,6 +103,16 @@ def decide(s: Snapshot, p: Planning) -> Intents:
         d.again(30.0)
         return d.done()
     d.plan = pv.plan
+    if p.trigger == "model revision" and p.outcome is not None and p.outcome.ok:
+        old = s.order.status.model.revision if s.order.status.model else None
+        d.events.append(
+            (
+                "Normal",
+                "ModelRevisionChanged",
+                f"{s.order.spec.model.ref.name} moved from {old} to "
+                f"{m.facts.revision}; rolling out the new revision (followModelRevisions is on).",
+            )
+        )
     endpoint = render.endpoint_for(s.order, cspec, s.settings)
     token_needed = render.requires_token(cspec)
     if pv.render:
