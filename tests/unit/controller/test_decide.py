@@ -543,6 +543,22 @@ def test_a_serving_order_whose_model_source_is_unavailable_keeps_serving_and_say
     assert intents.apply == ()
 
 
+def test_a_serving_order_whose_status_was_lost_is_still_judged_when_its_model_fails() -> None:
+    """A status restored without its fields (a backup restore) has no endpoint: the class still
+    says where the endpoint is, so the workload and the probe are judged, and Ready stays True."""
+    plan = plan_on(GPU)
+    lost = status(resolved=resolved_for(plan), endpoint=False)
+    s = serving(
+        plan, prior=lost, model=ModelObservation(false(r.MODEL_SOURCE_UNAVAILABLE, "the Hub answers 503"))
+    )
+    intents, st = decide_and_build(s, Planning())
+    c = conditions_of(st)
+    assert c[r.WORKLOAD_READY] == ("True", r.AVAILABLE)
+    assert c[r.READY] == ("True", r.SERVING)
+    assert st.phase == "Ready"
+    assert intents.probe is None or intents.probe.url == URL
+
+
 def test_a_class_not_ready_of_a_new_order_is_not_advisory() -> None:
     s = snap(klass=klass(spec={"recipes": ["sglang"]}))
     intents, st = decide_and_build(s, Planning())

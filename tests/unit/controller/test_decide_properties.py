@@ -3,7 +3,7 @@
 whatever the order's status said before (any reason on any condition, any record of tried device
 classes, replans and generations), when the Deployment has an available replica of the plan in
 force, its pods run and the probe passes, the status built from the decision is Ready=True and
-the phase is Ready (or Degraded, when a scale-up is blocked).
+the phase is Ready (or Degraded, when a scale-up is blocked), and the status names the endpoint.
 
 The whole pure path runs: ``plan_decision``, a planner answer where the reconciler would ask the
 ledger (any answer: a plan, or any refusal), ``decide`` and ``build_status``.
@@ -112,6 +112,7 @@ def prior_status(draw: st.DrawFn) -> InferenceServiceStatus:
     scale_up=st.sampled_from([None, CLAIMS_FAIL, NO_CPU]),
     stale_deployment_condition=st.sampled_from([None, "ProgressDeadlineExceeded", "ReplicaFailure"]),
     old_pod=st.booleans(),
+    endpoint_lost=st.booleans(),
 )
 def test_an_order_whose_pods_run_and_whose_probe_passes_is_ready(
     prior: InferenceServiceStatus,
@@ -126,6 +127,7 @@ def test_an_order_whose_pods_run_and_whose_probe_passes_is_ready(
     scale_up: str | None,
     stale_deployment_condition: str | None,
     old_pod: bool,
+    endpoint_lost: bool,
 ) -> None:
     plan = PLANS[device_class]
     other = PLANS[MIG if device_class == GPU else GPU]
@@ -163,6 +165,10 @@ def test_an_order_whose_pods_run_and_whose_probe_passes_is_ready(
         else ModelObservation(false(model_failure, f"the model: {model_failure}"))
     )
     cls = klass(metadata={"generation": class_generation})
+    if endpoint_lost and not class_deleted:
+        # A status restored without its fields. (With the class gone too, nothing says where the
+        # endpoint is, and Ready cannot be probed: that pair is left out.)
+        prior = prior.model_copy(update={"endpoint": None})
     s = serving(
         plan,
         prior=prior,
@@ -175,7 +181,6 @@ def test_an_order_whose_pods_run_and_whose_probe_passes_is_ready(
         probe=ProbeState(ok=True, detail="200 OK", failures=probe_failures, at=NOW - 1),
         capacity=Capacity(epoch=5, exhausted_since=exhausted_since),
     )
-    assert s.order.status.endpoint is not None and s.order.status.endpoint.url == URL
 
     planning = Planning()
     if s.klass is not None and s.model is not None and s.model.verdict.ok:
@@ -191,3 +196,4 @@ def test_an_order_whose_pods_run_and_whose_probe_passes_is_ready(
     assert c[r.READY][0] == "True", (c, intents.verdicts)
     assert built.phase in ("Ready", "Degraded"), c
     assert c[r.WORKLOAD_READY] == ("True", r.AVAILABLE), c
+    assert built.endpoint is not None and built.endpoint.url == URL
