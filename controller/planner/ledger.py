@@ -14,7 +14,8 @@ the reservation of an order from the plan it has in force, never from memory alo
 
 Updates are incremental: a ResourceSlice or claim event costs time in proportion to that object.
 A slice that cannot be read is skipped and reported (``unreadable``), never fatal for the fleet.
-``epoch`` grows whenever capacity grows (a device added, an allocation or reservation released),
+``epoch`` grows whenever capacity grows (a device published that was not there before, an
+allocation or reservation released),
 so an order that found nothing knows when trying again can help.
 """
 
@@ -108,7 +109,7 @@ class Ledger:
     def on_slice(self, obj: Obj, *, deleted: bool = False) -> None:
         name = str(obj.get("metadata", {}).get("name", ""))
         with self._lock:
-            before = len(self._slices.devices.get(name, ()))
+            before = {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())}
             self._slices.devices.pop(name, None)
             self._slices.counters.pop(name, None)
             self._slices.unreadable.pop(name, None)
@@ -123,8 +124,8 @@ class Ledger:
             self._devices = None
             self._device_index = None
             self._all_counters = None
-            if len(self._slices.devices.get(name, ())) > before:
-                self._epoch += 1
+            if {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())} - before:
+                self._epoch += 1  # a device, or more memory on one, that was not there before
 
     def on_claim(self, obj: Obj, *, deleted: bool = False) -> bool:
         """Record a claim's allocation. Returns whether capacity was freed (waiting orders may fit)."""

@@ -524,3 +524,18 @@ def test_busy_through_the_index_is_the_same_as_a_scan_of_every_device(
         for i in range(len(held)):
             ledger.on_claim(make_claim(f"own-{i}", "ns", []), deleted=True)
         ledger.on_claim(make_claim("s", "other", []), deleted=True)
+
+
+def test_a_slice_that_publishes_other_devices_in_place_of_old_ones_moves_the_epoch() -> None:
+    """A MIG reconfiguration: four small MIG devices become one large one. Fewer devices, but a
+    model that fitted nowhere may fit now, so the orders waiting for capacity must look again."""
+    small = make_slice("a100-0", [mig(f"gpu-0-mig-1g-{i}", "gpu-0", "1g.5gb", "5Gi") for i in range(4)])
+    large = make_slice("a100-0", [mig("gpu-0-mig-7g-0", "gpu-0", "7g.40gb", "40Gi")])
+    ledger = ledger_of([small])
+    e = ledger.epoch
+    ledger.on_slice(large)
+    assert ledger.device_count() == 1
+    assert ledger.epoch > e
+    e = ledger.epoch
+    ledger.on_slice(large)  # the same devices again
+    assert ledger.epoch == e
