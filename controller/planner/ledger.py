@@ -15,8 +15,8 @@ the reservation of an order from the plan it has in force, never from memory alo
 Updates are incremental: a ResourceSlice or claim event costs time in proportion to that object.
 A slice that cannot be read is skipped and reported (``unreadable``), never fatal for the fleet.
 ``epoch`` grows whenever capacity grows (a device published that was not there before, an
-allocation or reservation released),
-so an order that found nothing knows when trying again can help.
+allocation or reservation released), so an order that found nothing knows when trying again can
+help.
 """
 
 from __future__ import annotations
