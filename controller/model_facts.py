@@ -175,6 +175,7 @@ def model_facts(
         hidden_size=hidden,
         weights_bytes=weights_bytes,
         gated=bool(info.get("gated")),
+        requires_remote_code=bool(cfg.get("auto_map")),
     )
 
 
