@@ -29,7 +29,6 @@ TLS_CERT = f"{names.TLS_MOUNT_PATH}/tls.crt"
 TLS_KEY = f"{names.TLS_MOUNT_PATH}/tls.key"
 
 
-
 @dataclass(frozen=True)
 class VllmLaunch:
     """The inputs of one launch, decided by the planner."""

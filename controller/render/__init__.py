@@ -20,7 +20,12 @@ re-exported here for the reconciler.
 from __future__ import annotations
 
 from controller.exposure import Endpoint, endpoint_for, replica_bounds, requires_token
-from controller.render.claim import claim_request, claim_template_name, resource_claim_template, sharing_config
+from controller.render.claim import (
+    claim_request,
+    claim_template_name,
+    resource_claim_template,
+    sharing_config,
+)
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, owner_reference
 from controller.render.network import auth_secret, autoscaler, certificate, ingress, service
 from controller.render.workload import deployment, model_volume, model_volume_name

@@ -115,7 +115,10 @@ def runtime(order: InferenceService, plan: PlanView, settings: Settings, *, toke
             {
                 "name": names.API_KEY_ENV,
                 "valueFrom": {
-                    "secretKeyRef": {"name": names.auth_secret(order.metadata.name), "key": names.AUTH_TOKEN_KEY}
+                    "secretKeyRef": {
+                        "name": names.auth_secret(order.metadata.name),
+                        "key": names.AUTH_TOKEN_KEY,
+                    }
                 },
             }
         )

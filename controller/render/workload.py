@@ -78,7 +78,9 @@ def deployment(
         "spec": {
             "selector": {"matchLabels": {names.LABEL_ORDER: name}},
             "strategy": strategy(settings),
-            "progressDeadlineSeconds": timing.progress_deadline_seconds(parse_bytes(plan.model_volume), settings),
+            "progressDeadlineSeconds": timing.progress_deadline_seconds(
+                parse_bytes(plan.model_volume), settings
+            ),
             "template": {
                 "metadata": {
                     "labels": labels(order),

@@ -80,7 +80,7 @@ class Placement(ApiModel):
     node_selector: dict[str, str] | None = Field(
         default=None,
         description="Node labels the runtime pods require, added to the module's GPU node selector (a key "
-        "set by both takes this value), for example `nvidia.com/gpu.present: \"true\"`.",
+        'set by both takes this value), for example `nvidia.com/gpu.present: "true"`.',
     )
     tolerations: list[Toleration] | None = Field(
         default=None,

@@ -22,9 +22,7 @@ class Plan:
     sharing_mode: str = "Exclusive"
     share_percent: int = 100
     image: str = "vllm/vllm-openai:v0.11.0"
-    args: list[str] = field(
-        default_factory=lambda: ["--model", "/models/model", "--enable-ssl-refresh"]
-    )
+    args: list[str] = field(default_factory=lambda: ["--model", "/models/model", "--enable-ssl-refresh"])
     cpu: str = "4"
     memory: str = "32Gi"
     model_volume: str = "24Gi"
