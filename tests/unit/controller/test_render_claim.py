@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from controller import render
 from shared import names
@@ -11,9 +12,9 @@ from tests.unit.controller.builders import make_order
 from tests.unit.controller.test_render import Plan
 
 
-def devices(plan: Plan) -> dict[str, object]:
+def devices(plan: Plan) -> dict[str, Any]:
     tpl = render.resource_claim_template(make_order(), plan)
-    out: dict[str, object] = tpl["spec"]["spec"]["devices"]
+    out: dict[str, Any] = tpl["spec"]["spec"]["devices"]
     return out
 
 
@@ -23,7 +24,7 @@ def test_an_exclusive_or_mig_claim_carries_no_config() -> None:
 
 
 def test_time_slicing_renders_the_drivers_gpu_config_with_an_interval() -> None:
-    (config,) = devices(Plan(sharing_mode="TimeSlicing", share_percent=25))["config"]  # type: ignore[misc]
+    (config,) = devices(Plan(sharing_mode="TimeSlicing", share_percent=25))["config"]
     assert config == {
         "requests": ["gpu"],
         "opaque": {
@@ -38,7 +39,7 @@ def test_time_slicing_renders_the_drivers_gpu_config_with_an_interval() -> None:
 
 
 def test_mps_takes_its_active_thread_percentage_from_the_share() -> None:
-    (config,) = devices(Plan(sharing_mode="MPS", share_percent=30))["config"]  # type: ignore[misc]
+    (config,) = devices(Plan(sharing_mode="MPS", share_percent=30))["config"]
     assert config["opaque"]["parameters"]["sharing"] == {
         "strategy": "MPS",
         "mpsConfig": {"defaultActiveThreadPercentage": 30},

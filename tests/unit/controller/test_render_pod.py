@@ -9,6 +9,7 @@ import pytest
 
 from controller import render
 from controller.render import timing
+from controller.render.pod import shm_size
 from controller.settings import Settings, parse_settings
 from shared.quantity import GIB
 from tests.unit.controller.builders import make_class, make_order
@@ -24,7 +25,7 @@ def pod_of(plan: Plan | None = None, settings: Settings = SETTINGS, **klass: Any
 
 
 def container(pod: dict[str, Any], name: str) -> dict[str, Any]:
-    by_name = {c["name"]: c for c in pod["containers"] + pod["initContainers"]}
+    by_name: dict[str, dict[str, Any]] = {c["name"]: c for c in pod["containers"] + pod["initContainers"]}
     return by_name[name]
 
 
@@ -60,7 +61,7 @@ def test_dev_shm_is_memory_backed_and_grows_with_tensor_parallel(devices: int, s
 
 def test_dev_shm_fits_in_the_memory_the_planner_adds_per_device() -> None:
     for devices in (1, 2, 4, 8):
-        shm = render.pod.shm_size(Plan(accelerator_count=devices))  # type: ignore[attr-defined]
+        shm = shm_size(Plan(accelerator_count=devices))
         assert int(shm.removesuffix("Gi")) * GIB <= 2 * GIB * devices
 
 
