@@ -14,12 +14,13 @@ from typing import Any
 import yaml
 
 from controller import render
+from controller.kinds import PRUNED as PRUNED_KINDS
 from controller.settings import Settings
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import Plan
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PRUNED = {"Ingress", "ResourceClaimTemplate", "PersistentVolumeClaim"}
+PRUNED = {k.kind for k in PRUNED_KINDS}  # what the controller deletes when a plan stops wanting it
 PLURAL = {
     "ResourceClaimTemplate": "resourceclaimtemplates",
     "PersistentVolumeClaim": "persistentvolumeclaims",
