@@ -61,7 +61,12 @@ def unknown_flags(args: Iterable[str], accepted: frozenset[str]) -> list[str]:
 
 
 def refusal(image: str, args: Iterable[str]) -> str | None:
-    """What ``vllm serve`` of the image's version would say about ``args``; None when it accepts them."""
+    """What ``vllm serve`` of the image's version would say about ``args``; None when it accepts them.
+
+    Only vLLM images (``vllm`` in the repository name) are checked: the stand-in models no other runtime.
+    """
+    if "vllm" not in image.rsplit(":", 1)[0].lower():
+        return None
     version = image_version(image)
     if version is None:
         return f"cannot tell the vLLM version of image {image!r}: tag it with a release (vX.Y.Z)"

@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from controller import render
 from controller.settings import parse_settings
 from hack.cert_manager import crds_dir
-from tests.integration.conftest import Kubectl
+from tests.integration.conftest import ROOT, Kubectl
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import Plan
 
@@ -56,8 +56,17 @@ def cert_manager_crds(kubectl: Kubectl, crds: None) -> None:
     kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io")
 
 
+@pytest.fixture(scope="module")
+def priority_class(kubectl: Kubectl) -> None:
+    """The bundled class's PriorityClass, which the pod names (the Priority admission checks it)."""
+    docs = yaml.safe_load_all((ROOT / "deploy/base/platform/default-llm.yaml").read_text())
+    (pc,) = [d for d in docs if d["kind"] == "PriorityClass"]
+    kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=test-render", "-f", "-",
+            input=yaml.safe_dump(pc))  # fmt: skip
+
+
 @pytest.fixture
-def restricted(api: k8s.ApiClient, namespace: str) -> str:
+def restricted(api: k8s.ApiClient, namespace: str, priority_class: None) -> str:
     labels = {
         "pod-security.kubernetes.io/enforce": "restricted",
         "pod-security.kubernetes.io/enforce-version": "latest",

@@ -112,6 +112,7 @@ def test_an_unknown_flag_or_a_removed_one_is_refused_with_vllms_words() -> None:
     )
 
 
-def test_an_image_without_a_frozen_version_is_refused() -> None:
+def test_a_vllm_image_without_a_frozen_version_is_refused_and_other_images_are_not_checked() -> None:
     assert "no frozen flag list for vLLM 0.1.0" in (refusal("vllm/vllm-openai:v0.1.0", []) or "")
     assert "cannot tell the vLLM version" in (refusal("vllm/vllm-openai:latest", []) or "")
+    assert refusal("example.com/other:latest", ["--anything"]) is None
