@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.facts import ModelFacts
+from controller.remote_code import needs_remote_code
 from shared.api.enums import EndpointType, ModelFormat
 
 ST_FILES = frozenset({"modules.json", "config_sentence_transformers.json"})
@@ -175,6 +176,7 @@ def model_facts(
         hidden_size=hidden,
         weights_bytes=weights_bytes,
         gated=bool(info.get("gated")),
+        requires_remote_code=needs_remote_code(cfg),
     )
 
 

@@ -6,7 +6,9 @@ TLS connection was set up for, else 421 Misdirected Request):
 - ``GET /v1/models`` -> ``{"object": "list", "data": [{"id": <served model name>, ...}]}``;
 - ``POST /v1/chat/completions``, ``/v1/embeddings``, ``/v1/rerank``: small deterministic answers;
 - ``Authorization: Bearer <token>`` is required when the order has a token (401 otherwise);
-- 404 when no order is known for the host; a fault set for the order answers its status.
+- 404 when no order is known for the host; a fault set for the order answers its status;
+- 503 with vLLM's own error when the order's Deployment passes a flag ``vllm serve`` of the image's
+  version does not accept (``standins.runtime.vllm_flags``): that runtime would exit at start.
 
 Control (plain HTTP, loopback):
 
@@ -113,6 +115,8 @@ class ApiHandler(BaseHTTPRequestHandler):
             return self._json(
                 404, {"error": {"message": f"no order behind host {host!r}", "type": "not_found"}}
             )
+        if view.refused is not None:
+            return self._json(503, {"error": {"message": view.refused, "type": "runtime_not_started"}})
         with state.lock:
             fault = state.faults.get(view.key)
         if fault is not None:

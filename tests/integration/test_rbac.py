@@ -137,6 +137,14 @@ CASES = [
     ("the controller applies services", CONTROLLER, "patch", "services", NS, True),
     ("the controller applies model volumes", CONTROLLER, "patch", "persistentvolumeclaims", NS, True),
     (
+        "the controller deletes model volumes of earlier plans",
+        CONTROLLER,
+        "delete",
+        "persistentvolumeclaims",
+        NS,
+        True,
+    ),
+    (
         "the controller applies autoscalers",
         CONTROLLER,
         "patch",

@@ -139,6 +139,20 @@ def test_a_bad_order_created_with_kubectl_is_refused_with_the_webhooks_message(
     assert stored(kubectl, "inferenceservice", "bad", scoped.namespace) == "", "nothing may be stored"
 
 
+@pytest.mark.parametrize("name", ["llama3.1", "8b-chat"])
+def test_an_order_name_the_crd_accepts_but_a_service_cannot_take_is_refused_at_create(
+    scoped: Scoped, kubectl: Kubectl, name: str
+) -> None:
+    result = kubectl("create", "-f", "-", input=order_yaml(name, scoped.namespace), check=False)
+    assert result.returncode != 0
+    assert (
+        'admission webhook "validate.inferenceservices.ai.deckhouse.io" denied the request' in result.stderr
+    )
+    assert "`metadata.name`: must be a DNS-1035 label" in result.stderr
+    assert f'not "{name}"' in result.stderr
+    assert stored(kubectl, "inferenceservice", name, scoped.namespace) == "", "nothing may be stored"
+
+
 def test_a_good_order_is_admitted_by_both_webhooks(scoped: Scoped, kubectl: Kubectl) -> None:
     before = scoped.process.metric(
         "inference_webhook_decisions_total", path="/mutate-inferenceservice", outcome="allowed"
