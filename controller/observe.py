@@ -122,6 +122,10 @@ class Observer:
         if facts is None or not verdict.ok:
             return ModelObservation(verdict, facts)
         policy, endpoint_type = resolve.policy_verdict(facts, cspec)
+        if policy.ok:
+            refused = resolve.remote_code_verdict(facts, cspec, self._recipes())
+            if refused is not None:
+                return ModelObservation(refused, facts)
         return ModelObservation(policy, facts, endpoint_type)
 
     def _facts(self, order: InferenceService, cspec: InferenceServiceClassSpec) -> tuple[Verdict, Any]:

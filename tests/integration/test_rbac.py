@@ -256,6 +256,14 @@ CASES = [
     ),
     ("the controller cannot list configmaps", CONTROLLER, "list", "configmaps", "d8-inference", False),
     (
+        "the controller reads and patches its facts store",
+        CONTROLLER,
+        "patch",
+        "configmaps/inference-model-facts",
+        "d8-inference",
+        True,
+    ),
+    (
         "the controller cannot read other configmaps",
         CONTROLLER,
         "get",
