@@ -1,10 +1,17 @@
-"""The Hub client's in-process caches: a bounded map whose entries expire, and per-key single flight. Pure.
+"""The Hub client's caches: a bounded map whose entries expire, per-key single flight, and the
+interface of the second level (``FactsStore``). Pure.
 
 ``TtlLru`` forgets the least recently used entry past ``max_entries`` and treats an entry older than
 ``ttl`` seconds (None: never) as absent. ``SingleFlight.hold(key)`` lets one caller at a time work on
 ``key``: concurrent callers of one key wait for the first and then find its result in the cache, so N
 orders of one model cost the Hub calls of one. Its locks are dropped when nobody holds or waits for
 them, so it does not grow with the keys ever seen.
+
+A commit never changes, so the facts of (repo, commit sha) are true forever: ``HubClient`` asks its
+process cache first, then its ``FactsStore`` (which outlives the process and is shared by replicas:
+``controller.factstore`` keeps facts in ConfigMaps), and only then the Hub; what it fetches from the
+Hub it puts into both. ``InMemoryFactsStore`` is the in-process implementation, for tests and the
+bench.
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
+
+from controller.facts import ModelFacts
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -93,3 +102,45 @@ class SingleFlight(Generic[K]):
         """Keys held or waited for right now."""
         with self._guard:
             return len(self._flights)
+
+
+class FactsStore(Protocol):
+    """Facts by (Hugging Face repo id, full commit sha). The parameters are positional, so an
+    implementation may name them as it likes.
+
+    Implementations should not raise: ``HubClient`` logs an exception from ``get`` as a miss and
+    from ``put`` as a lost write, and carries on.
+    """
+
+    def get(self, repo_id: str, sha: str, /) -> ModelFacts | None:
+        """The facts stored for this commit, or None."""
+        ...
+
+    def put(self, repo_id: str, sha: str, facts: ModelFacts, /) -> None:
+        """Keep ``facts`` for this commit (an entry may be replaced: it holds the same facts)."""
+        ...
+
+
+class InMemoryFactsStore:
+    """A ``FactsStore`` in a dict, bounded (least recently used out first), counting its calls."""
+
+    def __init__(self, *, max_entries: int = 1024) -> None:
+        self._facts: TtlLru[tuple[str, str], ModelFacts] = TtlLru(
+            max_entries=max_entries, ttl=None, clock=lambda: 0.0
+        )
+        self._count = threading.Lock()
+        self.gets = 0
+        self.puts = 0
+
+    def get(self, repo_id: str, sha: str, /) -> ModelFacts | None:
+        with self._count:
+            self.gets += 1
+        return self._facts.get((repo_id, sha))
+
+    def put(self, repo_id: str, sha: str, facts: ModelFacts, /) -> None:
+        with self._count:
+            self.puts += 1
+        self._facts.put((repo_id, sha), facts)
+
+    def __len__(self) -> int:
+        return len(self._facts)

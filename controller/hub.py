@@ -18,7 +18,7 @@ Two ways in:
 Caches (``controller.factcache``), for N orders of one model:
 
 - facts per (repo, commit sha), for the life of the process (a commit never changes), least recently
-  used out past ``max_cached_models``; behind it the optional ``FactsStore`` (``controller.facts_store``),
+  used out past ``max_cached_models``; behind it the optional ``FactsStore`` (``controller.factcache``),
   which outlives the process and is shared by replicas;
 - revision -> commit per (repo, revision, token digest), for ``revision_ttl`` seconds (default 60):
   one ``GET /api/models/{repo}[/revision/{rev}]?blobs=True`` per window;
@@ -53,9 +53,8 @@ from collections.abc import Callable
 
 from huggingface_hub.hf_api import ModelInfo
 
-from controller.factcache import SingleFlight, TtlLru
+from controller.factcache import FactsStore, SingleFlight, TtlLru
 from controller.facts import ModelFacts
-from controller.facts_store import FactsStore
 from controller.hub_errors import ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from controller.hub_requests import HubRequests
 from controller.hub_retry import RetryPolicy

@@ -17,7 +17,7 @@ import argparse
 import statistics
 import time
 
-from controller.facts_store import InMemoryFactsStore
+from controller.factcache import InMemoryFactsStore
 from controller.hub import HubClient
 from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror, start_mirror
 

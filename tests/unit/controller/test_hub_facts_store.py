@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
+from controller.factcache import InMemoryFactsStore
 from controller.facts import ModelFacts
-from controller.facts_store import InMemoryFactsStore, decode_facts, encode_facts, store_key
 from controller.hub import ModelAccessDenied, ModelSourceUnavailable
 from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror
 from tests.unit.hub_support import LLAMA_8B, QWEN_7B, hub_mirror, make_client, mirror
@@ -119,20 +119,6 @@ def test_a_failing_store_is_a_miss_and_the_hub_answers(
     assert client.fetch_facts(repo_id=QWEN_7B, revision=None, token=None).name == QWEN_7B
     assert hub_mirror.request_count() == 7
     assert "facts store" in caplog.text
-
-
-def test_the_store_encoding_round_trips_and_refuses_what_it_did_not_write(hub_mirror: RunningMirror) -> None:
-    facts = make_client(hub_mirror).fetch_facts(repo_id=QWEN_7B, revision=None, token=None)
-    assert decode_facts(encode_facts(facts)) == facts
-    assert decode_facts('{"source": "HuggingFace"}') is None
-    assert decode_facts("not json") is None
-
-
-def test_a_store_key_is_a_configmap_key() -> None:
-    key = store_key("Qwen/Qwen2.5-7B-Instruct", "a" * 40)
-    assert key == "Qwen--Qwen2.5-7B-Instruct." + "a" * 40
-    longest = store_key("o" * 96 + "/" + "n" * 96, "f" * 40)
-    assert len(longest) <= 253
 
 
 def test_the_in_memory_store_is_bounded() -> None:
