@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -49,6 +50,7 @@ class Request:
     kind: str  # model_info | file_head | file_get | file_range | other
     status: int
     authorized: bool  # whether it carried a Bearer token the mirror accepts
+    at: float = field(default_factory=time.monotonic)  # when it was answered (monotonic seconds)
 
 
 @dataclass
