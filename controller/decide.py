@@ -103,6 +103,16 @@ def decide(s: Snapshot, p: Planning) -> Intents:
         d.again(30.0)
         return d.done()
     d.plan = pv.plan
+    if p.trigger == "model revision" and p.outcome is not None and p.outcome.ok:
+        old = s.order.status.model.revision if s.order.status.model else None
+        d.events.append(
+            (
+                "Normal",
+                "ModelRevisionChanged",
+                f"{s.order.spec.model.ref.name} moved from {old} to "
+                f"{m.facts.revision}; rolling out the new revision (followModelRevisions is on).",
+            )
+        )
     endpoint = render.endpoint_for(s.order, cspec, s.settings)
     token_needed = render.requires_token(cspec)
     if pv.render:
@@ -135,6 +145,10 @@ def _serve_through(s: Snapshot, d: _Draft, failed: str, v: Verdict) -> None:
     )
     d.plan = s.plan_in_force
     endpoint = s.order.status.endpoint
+    if endpoint is None and s.klass is not None:  # a status restored without its fields
+        found = render.endpoint_for(s.order, s.klass.spec, s.settings)
+        endpoint = Endpoint(url=found.url, type=found.type)
+        d.fields["endpoint"] = endpoint
     if endpoint is not None:
         _judge_workload(s, d, endpoint.url, s.token)
 

@@ -52,6 +52,7 @@ class Controller:
                 api,
                 RESOURCES[(k.api_version, k.kind)],
                 label_selector=k.label_selector,
+                index_label=k.label_selector,
                 handler=self._handler(cache),
             )
             for cache, k in self.kinds.items()
@@ -81,8 +82,13 @@ class Controller:
             ),
             actor=Actor(api=api, metrics=self.metrics),
         )
+        self.reconciler.on_capacity = self._requeue_waiting
         self.leading = threading.Event()
         self.workers: list[threading.Thread] = []
+
+    def _requeue_waiting(self) -> None:
+        for key in wiring.waiting_orders(self.informers[Cache.ORDERS].list(), self._priorities()):
+            self.queue.add(key)
 
     def _count_hub_call(self, outcome: str) -> None:
         self.metrics.hub_calls.labels(outcome=outcome).inc()

@@ -73,12 +73,25 @@ def plan_decision(s: Snapshot) -> PlanDecision:
         class_generation=s.klass.metadata.generation or 0,
         stuck_device_class=stuck_class,
     )
+    if _new_revision(s) and in_force is not None and not d.compute:
+        return PlanDecision(True, True, "model revision", ())
     grew = s.capacity.exhausted_since is not None and s.capacity.epoch > s.capacity.exhausted_since
     if grew and _reason(s) in (r.RESOURCE_CLAIM_EXHAUSTED, r.LAUNCH_PLAN_IN_FORCE) and not workload_runs(s):
         return PlanDecision(True, True, "capacity change", ())
+    if grew and _reason(s) == r.LAUNCH_PLAN_IN_FORCE and not d.compute:
+        # A serving order whose edit did not fit: more capacity may let it. The edit was counted
+        # when it was first recomputed, so trying it again is not another replan.
+        return PlanDecision(True, False, "capacity change", d.tried)
     if grew and d.compute and _reason(s) == r.RESOURCE_CLAIM_EXHAUSTED:
         return PlanDecision(True, True, "capacity change", ())
     return d
+
+
+def _new_revision(s: Snapshot) -> bool:
+    """Following branches is on and the branch moved since the order's record (never by default)."""
+    record = s.order.status.model.revision if s.order.status.model else None
+    facts = s.model.facts if s.model else None
+    return bool(s.settings.follow_model_revisions and record and facts and facts.revision != record)
 
 
 @dataclass(frozen=True, slots=True)

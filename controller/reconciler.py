@@ -41,9 +41,20 @@ class Reconciler:
     applied: dict[tuple[str, str], LaunchPlan] = field(default_factory=dict)
     # The resourceVersion of our last status write, per order: an older cached order is stale.
     written: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Called when this process released a place (a reservation freed): waiting orders may fit now.
+    on_capacity: Callable[[], None] = lambda: None
 
     def reconcile_order(self, namespace: str, name: str) -> float | None:
         key = (namespace, name)
+        epoch = self.observer.ledger.epoch
+        try:
+            return self._reconcile(key)
+        finally:
+            if self.observer.ledger.epoch > epoch:
+                self.on_capacity()
+
+    def _reconcile(self, key: tuple[str, str]) -> float | None:
+        namespace, name = key
         raw = self.observer.store.get(Cache.ORDERS, namespace, name)
         if raw is None or raw["metadata"].get("deletionTimestamp"):
             self.forget(key)  # the garbage collector deletes what the order owns
