@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from devtools.local_pki import issue_serving_certificate
 from standins import local_webhook
 from tests.integration import webhook_fixture
 from tests.integration.webhook_fixture import WebhookProcess, new_pki
 from tests.unit.webhook.builders import make_order, make_review
-from webhook.local_pki import issue_serving_certificate
 
 pytestmark = pytest.mark.cluster
 cluster_webhook = webhook_fixture.cluster_webhook  # the reusable fixture, tested by the last test here
