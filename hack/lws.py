@@ -162,16 +162,19 @@ def manager_config(*, webhook_port: int, health_port: int, cert_dir: pathlib.Pat
     }
 
 
-def webhook_configurations(manifests: str, *, base_url: str, ca_bundle: bytes) -> list[Obj]:
+def webhook_configurations(
+    manifests: str, *, base_url: str, ca_bundle: bytes, prefix: str = "lws-"
+) -> list[Obj]:
     """LWS's webhook configurations pointed at ``base_url``, named as upstream's kustomize names them
-    (``lws-`` prefix), with the pod webhooks narrowed to pods that carry the LWS name label."""
+    (``lws-`` prefix; the test fixture uses its own), with the pod webhooks narrowed to pods that carry
+    the LWS name label."""
     out = []
     for doc in yaml.safe_load_all(manifests):
         if not doc:
             continue
         doc = copy.deepcopy(doc)
         doc["metadata"] = {
-            "name": f"lws-{doc['metadata']['name']}",
+            "name": f"{prefix}{doc['metadata']['name']}",
             "labels": {"app.kubernetes.io/name": "lws", "app.kubernetes.io/instance": "lws-local"},
         }
         for hook in doc["webhooks"]:
@@ -222,6 +225,7 @@ def start(
     state: pathlib.Path,
     apply: Apply,
     binary: pathlib.Path | None = None,
+    prefix: str = "lws-",
     timeout: float = 120,
 ) -> Running:
     """Start the LWS controller (stopping a previous one of ``state``), wait until it serves its webhooks,
@@ -245,7 +249,10 @@ def start(
         env={**os.environ, "KUBECONFIG": str(kubeconfig)},
     )
     confs = webhook_configurations(
-        files.webhooks.read_text(), base_url=f"https://127.0.0.1:{webhook_port}", ca_bundle=pki.ca_bundle()
+        files.webhooks.read_text(),
+        base_url=f"https://127.0.0.1:{webhook_port}",
+        ca_bundle=pki.ca_bundle(),
+        prefix=prefix,
     )
     wait_serving(bg, pki, webhook_port, webhook_paths(confs), health_port=health_port, timeout=timeout)
     apply(yaml.safe_dump_all(confs))
