@@ -128,7 +128,8 @@ def build_binary(*, version: str | None = None, env: Mapping[str, str] | None = 
     work = root / "build"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    ldflags = f"-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion={version}"
+    v = "sigs.k8s.io/lws/pkg/version"
+    ldflags = f"-s -w -X {v}.GitVersion={version} -X {v}.GitCommit=module-proxy-{version}"
     steps = [
         ["go", "mod", "init", "local/lws-build"],
         ["nice", "-n", "19", "go", "get", f"{PACKAGE}@{version}"],
