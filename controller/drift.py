@@ -13,6 +13,7 @@ cannot be edited in place, so their hash annotation is enough.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from shared.quantity import QuantityError, parse_quantity
@@ -20,6 +21,11 @@ from shared.quantity import QuantityError, parse_quantity
 Obj = dict[str, Any]
 
 CHECKED_KINDS = frozenset({"Deployment", "Service", "HorizontalPodAutoscaler", "Ingress"})
+
+
+def stable_json(obj: Obj) -> str:
+    """The object as canonical JSON: what the applied-hash annotation is a digest of."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
 def drifted(desired: Obj, live: Obj) -> str | None:

@@ -46,6 +46,14 @@ class ControllerMetrics:
             ["kind", "verb"],
             registry=registry,
         )
+        self.devices = Gauge(
+            f"{prefix}_devices", "Devices the ledger holds from the ResourceSlices.", registry=registry
+        )
+        self.over_committed = Gauge(
+            f"{prefix}_overcommitted_devices",
+            "Devices the ledger sees taken whole by two claims or reservations at once (always 0).",
+            registry=registry,
+        )
         self.leader = Gauge(
             f"{prefix}_leader", "1 while this replica holds the leader Lease.", registry=registry
         )

@@ -1,138 +1,218 @@
-"""Pure readings of the order's live objects: WorkloadReady, ScalingHealthy, scheduler feedback.
+"""observe: build one immutable snapshot of everything the decision about one order needs.
 
-Inputs are raw Kubernetes dicts from the informer caches and ``now`` (epoch seconds); outputs are
-verdicts. Nothing here calls the API.
+Reads the informer caches (through ``store.Store``), the durable facts store, the Hub (only while
+the order's model has never been resolved for its generation), the probe book and the ledger.
+Writes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from shared import reasons as r
-from shared.conditions import Verdict, false, true, unknown
+from pydantic import ValidationError
 
+from controller import render, resolve
+from controller.factstore import FactsStore
+from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
+from controller.kinds import OWNED, Cache
+from controller.kube import apply as kapi
+from controller.planner import LaunchPlan
+from controller.planner.ledger import Ledger
+from controller.probes import ProbeBook
+from controller.readings import own_claim_names, uses_claim_template
+from controller.settings import Settings
+from controller.snapshot import Capacity, ModelObservation, Snapshot
+from controller.store import Store
+from shared import names
+from shared import reasons as r
+from shared.api.inference_class import InferenceServiceClass, InferenceServiceClassSpec
+from shared.api.order import InferenceService
+from shared.api.recipe import InferenceRecipe
+from shared.conditions import Verdict, false, find, true
+
+log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
+# Reasons after which the model was never resolved for the generation: the Hub is asked again.
+_UNRESOLVED = frozenset(
+    {
+        r.MODEL_SOURCE_UNAVAILABLE,
+        r.MODEL_NOT_FOUND,
+        r.MODEL_ACCESS_DENIED,
+        r.AUTH_SECRET_NOT_FOUND,
+        r.CATALOG_DISABLED,
+        r.SOURCE_NOT_ALLOWED,
+        r.MODEL_NOT_READY,
+    }
+)
 
-def parse_time(text: str | None) -> float | None:
+
+@dataclass
+class Observer:
+    api: Any
+    store: Store
+    hub: HubClient
+    facts: FactsStore
+    probes: ProbeBook
+    ledger: Ledger
+    settings: Settings
+    applied_plan: Callable[[tuple[str, str]], LaunchPlan | None]
+
+    def snapshot(self, order: InferenceService, raw: Obj, now: float) -> Snapshot:
+        ns, name = order.metadata.namespace or "", order.metadata.name
+        recipes = self._recipes()
+        class_raw = self.store.get(Cache.CLASSES, None, order.spec.inference_service_class_name)
+        klass = InferenceServiceClass.model_validate(class_raw) if class_raw else None
+        model = self._model(order, klass.spec) if klass is not None else None
+        owned = tuple(
+            o for k in OWNED if self.store.watches(k.cache) for o in self.store.labelled(k.cache, ns, name)
+        )
+        pods = tuple(self.store.labelled(Cache.PODS, ns, name))
+        deployment = self.store.get(Cache.DEPLOYMENTS, ns, name)
+        in_force = self.plan_in_force(order)
+        auth = self.store.get(Cache.SECRETS, ns, names.auth_secret(name))
+        token_b64 = ((auth or {}).get("data") or {}).get(names.AUTH_TOKEN_KEY)
+        endpoint = order.status.endpoint.url if order.status.endpoint else None
+        exhausted = self.ledger.exhausted_since((ns, name))
+        return Snapshot(
+            now=now,
+            settings=self.settings,
+            order=order,
+            resource_version=str(raw["metadata"].get("resourceVersion", "")),
+            klass=klass,
+            recipes=recipes,
+            model=model,
+            plan_in_force=in_force,
+            deployment=deployment,
+            hpa=self.store.get(Cache.HPAS, ns, name),
+            pods=pods,
+            owned=owned,
+            has_token=bool(token_b64),
+            token=base64.b64decode(token_b64).decode() if token_b64 else None,
+            probe=self.probes.state((ns, name), endpoint),
+            capacity=Capacity(epoch=self.ledger.epoch, exhausted_since=exhausted),
+            claims_allocated=self.claims_allocated(order, in_force),
+        )
+
+    def plan_in_force(self, order: InferenceService) -> LaunchPlan | None:
+        """The plan this process last applied, else the one recorded on the Deployment."""
+        ns, name = order.metadata.namespace or "", order.metadata.name
+        return self.applied_plan((ns, name)) or _plan_annotation(self.store.get(Cache.DEPLOYMENTS, ns, name))
+
+    def claims_allocated(self, order: InferenceService, plan: LaunchPlan | None) -> bool:
+        ns = order.metadata.namespace or ""
+        pods = tuple(self.store.labelled(Cache.PODS, ns, order.metadata.name))
+        return _allocated(self.store, ns, pods, plan, order)
+
+    def _recipes(self) -> tuple[InferenceRecipe, ...]:
+        out = []
+        for obj in self.store.list(Cache.RECIPES):
+            try:
+                out.append(InferenceRecipe.model_validate(obj))
+            except ValidationError:
+                log.warning("recipe %s does not parse; ignored", obj["metadata"]["name"])
+        return tuple(sorted(out, key=lambda x: x.metadata.name))
+
+    def _model(self, order: InferenceService, cspec: InferenceServiceClassSpec) -> ModelObservation:
+        verdict, facts = self._facts(order, cspec)
+        if facts is None or not verdict.ok:
+            return ModelObservation(verdict, facts)
+        policy, endpoint_type = resolve.policy_verdict(facts, cspec)
+        return ModelObservation(policy, facts, endpoint_type)
+
+    def _facts(self, order: InferenceService, cspec: InferenceServiceClassSpec) -> tuple[Verdict, Any]:
+        model = order.spec.model
+        bad_source = resolve.source_verdict(model, cspec)
+        if bad_source is not None:
+            return bad_source, None
+        ns = order.metadata.namespace or ""
+        if model.src == "Catalog":
+            if not self.settings.catalog_enabled:
+                return false(
+                    r.CATALOG_DISABLED,
+                    "Catalog integration is off in the module settings; use `spec.model.src: HuggingFace` or "
+                    "ask your administrator to turn it on.",
+                ), None
+            kind = model.ref.kind or "ClusterModel"
+            obj = (
+                self.store.get(Cache.CLUSTER_MODELS, None, model.ref.name)
+                if kind == "ClusterModel"
+                else self.store.get(Cache.MODELS, ns, model.ref.name)
+            )
+            v, facts = resolve.catalog_facts(model.ref.name, kind, obj)
+            return v, facts
+        record = recorded_revision(order)
+        if record is not None and not self.settings.follow_model_revisions:
+            facts = self.facts.get(model.ref.name, record)
+            if facts is not None:
+                return true(r.RESOLVED, f"{model.ref.name} resolved at {record}."), facts
+            revision: str | None = record  # the record stands; only its facts are fetched again
+        else:
+            revision = model.ref.revision
+        token: str | None = None
+        if model.auth_secret_ref is not None:
+            ref = model.auth_secret_ref
+            key = ref.key or names.DEFAULT_HF_TOKEN_KEY
+            secret = kapi.get(self.api, "v1", "Secret", namespace=ns, name=ref.name)
+            data = (secret or {}).get("data") or {}
+            if secret is None or key not in data:
+                what = f"Secret `{ref.name}`" if secret is None else f"key `{key}` of Secret `{ref.name}`"
+                return false(
+                    r.AUTH_SECRET_NOT_FOUND,
+                    f"{what} named in `spec.model.authSecretRef` does not exist in namespace `{ns}`.",
+                ), None
+            token = base64.b64decode(data[key]).decode().strip()
+        try:
+            facts = self.hub.fetch_facts(repo_id=model.ref.name, revision=revision, token=token)
+        except ModelNotFound as e:
+            return false(r.MODEL_NOT_FOUND, str(e)), None
+        except ModelAccessDenied as e:
+            return false(r.MODEL_ACCESS_DENIED, str(e)), None
+        except ModelSourceUnavailable as e:
+            return false(r.MODEL_SOURCE_UNAVAILABLE, str(e)), None
+        self.facts.put(facts)
+        return true(r.RESOLVED, f"{model.ref.name} resolved at {facts.revision}."), facts
+
+
+def recorded_revision(order: InferenceService) -> str | None:
+    """The commit the order's model was resolved to for its generation, when that is on record."""
+    model = order.status.model
+    c = find(order.status.conditions, r.MODEL_RESOLVED)
+    if model is None or not model.revision or c is None:
+        return None
+    if c.observed_generation != order.metadata.generation or c.reason in _UNRESOLVED:
+        return None
+    return model.revision
+
+
+def _plan_annotation(deployment: Obj | None) -> LaunchPlan | None:
+    text = ((deployment or {}).get("metadata", {}).get("annotations") or {}).get(render.PLAN_ANNOTATION)
     if not text:
         return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    try:
+        return LaunchPlan.model_validate_json(text)
+    except ValidationError:
+        return None
 
 
-@dataclass(frozen=True, slots=True)
-class Unschedulable:
-    """A pod the scheduler could not place, since when, and what it said."""
-
-    pod: str
-    since: float
-    message: str
-
-
-def unschedulable_pods(pods: Sequence[Obj]) -> list[Unschedulable]:
-    out: list[Unschedulable] = []
+def _allocated(
+    store: Store, ns: str, pods: tuple[Obj, ...], plan: LaunchPlan | None, order: InferenceService
+) -> bool:
+    """Whether some pod of the plan in force has all its ResourceClaims allocated."""
+    if plan is None:
+        return False
+    template = render.claim_template_name(order, plan)
     for pod in pods:
-        if pod.get("metadata", {}).get("deletionTimestamp"):
+        if not uses_claim_template(pod, template):
             continue
-        for c in pod.get("status", {}).get("conditions", []) or []:
-            if (
-                c.get("type") == "PodScheduled"
-                and c.get("status") == "False"
-                and c.get("reason") == "Unschedulable"
-            ):
-                since = parse_time(c.get("lastTransitionTime")) or 0.0
-                out.append(Unschedulable(pod["metadata"]["name"], since, c.get("message", "")))
-    return sorted(out, key=lambda u: (u.since, u.pod))
-
-
-def _available(deployment: Obj) -> int:
-    return int(deployment.get("status", {}).get("availableReplicas") or 0)
-
-
-def _rolled_out(deployment: Obj) -> bool:
-    status = deployment.get("status", {})
-    return (
-        int(status.get("observedGeneration") or 0) >= int(deployment["metadata"].get("generation") or 0)
-        and int(status.get("updatedReplicas") or 0) >= 1
-    )
-
-
-def workload_verdict(deployment: Obj | None, pods: Sequence[Obj]) -> Verdict:
-    """WorkloadReady: Available once a replica of the current rollout is available."""
-    if deployment is None:
-        return unknown(r.PROGRESSING, "The workload is being applied.")
-    for c in deployment.get("status", {}).get("conditions", []) or []:
-        if c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded":
-            return false(r.WORKLOAD_FAILED, f"The Deployment did not progress: {c.get('message', '')}")
-        if c.get("type") == "ReplicaFailure" and c.get("status") == "True":
-            return false(r.WORKLOAD_FAILED, f"The Deployment cannot create pods: {c.get('message', '')}")
-    if _available(deployment) >= 1 and _rolled_out(deployment):
-        n = _available(deployment)
-        return true(r.AVAILABLE, f"{n} replica(s) available.")
-    stuck = unschedulable_pods(pods)
-    if stuck:
-        return false(r.UNSCHEDULABLE, f"Pod {stuck[0].pod} cannot be scheduled: {stuck[0].message}")
-    return false(r.PROGRESSING, "Waiting for a replica to become available.")
-
-
-def claim_stuck_since(deployment: Obj | None, pods: Sequence[Obj]) -> float | None:
-    """When no replica is available and every live pod is unschedulable: since when (the latest)."""
-    if deployment is None or _available(deployment) >= 1:
-        return None
-    live = [p for p in pods if not p.get("metadata", {}).get("deletionTimestamp")]
-    stuck = unschedulable_pods(live)
-    if not live or len(stuck) < len(live):
-        return None
-    return max(u.since for u in stuck)
-
-
-def scaling_verdict(
-    deployment: Obj | None, hpa: Obj | None, pods: Sequence[Obj], *, now: float, grace: float
-) -> tuple[Verdict, float | None]:
-    """ScalingHealthy, and when to look again if a pending scale-up may turn into ScaleUpBlocked.
-
-    ScaleUpBlocked: the HPA wants more replicas than are available and the extra pods have stayed
-    unschedulable past ``grace`` seconds (for example after preemption took their capacity).
-    """
-    if deployment is None:
-        return unknown(r.RECONCILING, "The workload is being applied."), None
-    desired = int(
-        (hpa or {}).get("status", {}).get("desiredReplicas")
-        or deployment.get("spec", {}).get("replicas")
-        or 1
-    )
-    available = _available(deployment)
-    if desired <= available:
-        return true(r.SCALING_HEALTHY_OK, f"{available} of {desired} desired replica(s) available."), None
-    stuck = unschedulable_pods(pods)
-    if not stuck:
-        return true(r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s)."), None
-    oldest = stuck[0]
-    if now - oldest.since >= grace:
-        return (
-            false(
-                r.SCALE_UP_BLOCKED,
-                f"The autoscaler wants {desired} replica(s) but {available} are available: pod {oldest.pod} has "
-                f"been unschedulable for {int(now - oldest.since)}s: {oldest.message}",
-            ),
-            None,
-        )
-    return (
-        true(
-            r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s); waiting for capacity."
-        ),
-        oldest.since + grace - now,
-    )
-
-
-def own_claim_names(pods: Sequence[Obj]) -> set[str]:
-    """Names of the ResourceClaims generated for the order's pods."""
-    out: set[str] = set()
-    for pod in pods:
-        for s in pod.get("status", {}).get("resourceClaimStatuses", []) or []:
-            if s.get("resourceClaimName"):
-                out.add(s["resourceClaimName"])
-    return out
+        claims = own_claim_names([pod])
+        if claims and all(
+            ((store.get(Cache.RESOURCE_CLAIMS, ns, c) or {}).get("status") or {}).get("allocation")
+            for c in claims
+        ):
+            return True
+    return False

@@ -43,6 +43,9 @@ class Settings(BaseModel):
     claim_grace_seconds: float = 60.0
     scale_up_grace_seconds: float = 120.0
     resync_seconds: float = 300.0
+    # Off by default: an order's model revision is the commit sha fixed at first resolution. On, a
+    # new commit of the order's branch rolls out as a replan (replanCount + 1, an Event).
+    follow_model_revisions: bool = False
 
 
 _KEYS: dict[str, str] = {
@@ -62,6 +65,7 @@ _KEYS: dict[str, str] = {
     "claimGraceSeconds": "claim_grace_seconds",
     "scaleUpGraceSeconds": "scale_up_grace_seconds",
     "resyncSeconds": "resync_seconds",
+    "followModelRevisions": "follow_model_revisions",
 }
 
 _BOOL = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}

@@ -6,7 +6,7 @@ Event per condition transition (``transitions``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from shared import reasons as r
@@ -34,13 +34,22 @@ class StatusFields:
 
 
 def build_status(
-    order: InferenceService, verdicts: Mapping[str, Verdict], fields: StatusFields, *, now: str
+    order: InferenceService,
+    verdicts: Mapping[str, Verdict],
+    fields: StatusFields,
+    *,
+    now: str,
+    advisory: Collection[str] = (),
 ) -> InferenceServiceStatus:
-    """The whole new status: conditions answered in chain order, phase derived from them."""
+    """The whole new status: conditions answered in chain order, phase derived from them.
+
+    ``advisory`` conditions are reported but do not hold the chain: a serving order whose class or
+    model source fails keeps its workload conditions judged (see ``controller.decide``).
+    """
     old = order.status
     generation = order.metadata.generation
     conditions = list(old.conditions or [])
-    for type_, verdict in chain_conditions(verdicts).items():
+    for type_, verdict in chain_conditions(verdicts, advisory=advisory).items():
         conditions = set_condition(conditions, type_, verdict, generation=generation, now=now)
     auth = old.auth_secret_name
     if fields.clear_auth_secret_name:

@@ -1,23 +1,27 @@
-"""Event mapping: which orders an event on some object affects. Pure.
+"""Event mapping: which reconcile keys an event on some object maps to, by the kind's ``Fanout``. Pure.
 
-- an order event maps to itself; a class event to every order of that class (and the class itself);
+- an order event maps to itself; a class event to the class and every order of it;
 - a recipe or DeviceClass event to every class and every order (recipes and device classes are few);
-- a Secret event to the orders that name it in ``authSecretRef`` and to the order owning ``<order>-auth``;
-- an owned object (Deployment, Pod, HPA ...) to the order in its label;
-- an inventory event (ResourceSlice, ResourceClaim) to the orders waiting for capacity: those not Ready;
+- an owned object (Deployment, Pod, the order's Secrets ...) to the order in its label;
+- a capacity event (ResourceSlice, ResourceClaim) that freed or added capacity to the orders
+  waiting for it, by priority then age (``waiting_orders``); any other capacity event to nobody;
 - a catalog Model/ClusterModel event to the orders that reference it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from controller.kinds import BY_CACHE, Cache, Fanout
 from shared import names
 from shared import reasons as r
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # ("order", namespace, name) | ("class", "", name)
+
+# Planned reasons of an order that waits for capacity: more capacity may change its answer.
+WAITING = frozenset({r.NO_CAPACITY, r.RESOURCE_CLAIM_EXHAUSTED, r.LAUNCH_PLAN_IN_FORCE})
 
 
 def order_key(obj: Obj) -> Key:
@@ -29,37 +33,51 @@ def _spec(order: Obj) -> Obj:
     return spec if isinstance(spec, dict) else {}
 
 
-def _ready(order: Obj) -> bool:
+def _planned_reason(order: Obj) -> str | None:
     for c in (order.get("status") or {}).get("conditions") or []:
-        if c.get("type") == r.READY:
-            return bool(c.get("status") == "True")
-    return False
+        if c.get("type") == r.PLANNED:
+            return str(c.get("reason"))
+    return None
 
 
-def keys_for(cache: str, obj: Obj, orders: Iterable[Obj]) -> list[Key]:
+def waiting_orders(orders: Iterable[Obj], priorities: Mapping[str, int]) -> list[Key]:
+    """Orders waiting for capacity, highest priority first, then oldest first: the order in which
+    freed places are offered."""
+
+    def rank(o: Obj) -> tuple[int, str, str]:
+        prio = ((o.get("status") or {}).get("constraints") or {}).get("priorityClassName")
+        return (
+            -priorities.get(str(prio), 0),
+            str(o["metadata"].get("creationTimestamp", "")),
+            o["metadata"]["name"],
+        )
+
+    return [order_key(o) for o in sorted((o for o in orders if _planned_reason(o) in WAITING), key=rank)]
+
+
+def keys_for(
+    cache: Cache,
+    obj: Obj,
+    orders: Iterable[Obj],
+    *,
+    capacity_grew: bool = False,
+    priorities: Mapping[str, int] | None = None,
+) -> list[Key]:
     """The reconcile keys an event on ``obj`` in ``cache`` maps to."""
     meta = obj.get("metadata", {})
     name, ns = meta.get("name", ""), meta.get("namespace", "")
-    if cache == "orders":
+    fanout = BY_CACHE[cache].fanout
+    if fanout is Fanout.SELF:
         return [order_key(obj)]
-    if cache == "classes":
+    if fanout is Fanout.CLASS:
         return [("class", "", name)] + [
             order_key(o) for o in orders if _spec(o).get("inferenceServiceClassName") == name
         ]
-    if cache in ("recipes", "deviceclasses"):
+    if fanout is Fanout.EVERYTHING:
         return [order_key(o) for o in orders]
-    if cache == "secrets":
-        out: list[Key] = []
-        for o in orders:
-            if o["metadata"].get("namespace") != ns:
-                continue
-            ref = (_spec(o).get("model") or {}).get("authSecretRef") or {}
-            if ref.get("name") == name or names.auth_secret(o["metadata"]["name"]) == name:
-                out.append(order_key(o))
-        return out
-    if cache in ("resourceslices", "resourceclaims"):
-        return [order_key(o) for o in orders if not _ready(o)]
-    if cache in ("models", "clustermodels"):
+    if fanout is Fanout.CAPACITY:
+        return waiting_orders(orders, priorities or {}) if capacity_grew else []
+    if fanout is Fanout.CATALOG:
         out = []
         for o in orders:
             model = _spec(o).get("model") or {}
@@ -67,15 +85,13 @@ def keys_for(cache: str, obj: Obj, orders: Iterable[Obj]) -> list[Key]:
             if model.get("src") != "Catalog" or ref.get("name") != name:
                 continue
             kind = ref.get("kind") or "ClusterModel"
-            if (cache == "clustermodels" and kind == "ClusterModel") or (
-                cache == "models" and kind == "Model" and o["metadata"].get("namespace") == ns
+            if (cache is Cache.CLUSTER_MODELS and kind == "ClusterModel") or (
+                cache is Cache.MODELS and kind == "Model" and o["metadata"].get("namespace") == ns
             ):
                 out.append(order_key(o))
         return out
     owner = (meta.get("labels") or {}).get(names.LABEL_ORDER)
-    if owner:
-        return [("order", ns, owner)]
-    return []
+    return [("order", ns, owner)] if owner else []
 
 
 def class_keys(classes: Iterable[Obj]) -> list[Key]:

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shared import reasons as r
@@ -73,7 +73,9 @@ def set_condition(
     return sorted(out, key=lambda c: order.get(c.type, len(order)))
 
 
-def chain_conditions(verdicts: Mapping[str, Verdict]) -> dict[str, Verdict]:
+def chain_conditions(
+    verdicts: Mapping[str, Verdict], *, advisory: Collection[str] = ()
+) -> dict[str, Verdict]:
     """Fill the chain ClassResolved -> ... -> Ready in order.
 
     ``verdicts`` holds what each step decided; steps that did not run may be missing. After the
@@ -81,7 +83,8 @@ def chain_conditions(verdicts: Mapping[str, Verdict]) -> dict[str, Verdict]:
     whatever a step said, except ``Ready``: it is the summary, and carries the first failing
     condition's status and reason (api.md: "Ready ... or the reason of the first failing condition
     above"), so ``kubectl get``'s Reason column always says why. ScalingHealthy is passed through,
-    ``Unknown`` when missing.
+    ``Unknown`` when missing. A condition in ``advisory`` is reported as decided but does not
+    hold the chain (a serving order keeps its workload conditions judged through it).
     """
     out: dict[str, Verdict] = {}
     blocker: tuple[str, Verdict] | None = None
@@ -95,7 +98,7 @@ def chain_conditions(verdicts: Mapping[str, Verdict]) -> dict[str, Verdict]:
             continue
         v = verdicts.get(type_, unknown(r.RECONCILING, "Not evaluated yet."))
         out[type_] = v
-        if not v.ok:
+        if not v.ok and type_ not in advisory:
             blocker = (type_, v)
     out[r.SCALING_HEALTHY] = verdicts.get(
         r.SCALING_HEALTHY, unknown(r.RECONCILING, "Scaling is judged once the order is Ready.")

@@ -120,6 +120,64 @@ class Inventory:
         return replace(self, allocated=self.allocated | frozenset(keys), counters=counters)
 
 
+def parse_device_class(dc: Mapping[str, Any]) -> tuple[list[Selector], str | None]:
+    """A DeviceClass's compiled selectors, and a message when one does not compile."""
+    name = str(dc.get("metadata", {}).get("name", ""))
+    selectors: list[Selector] = []
+    error: str | None = None
+    for sel in (dc.get("spec") or {}).get("selectors") or []:
+        expression = (sel.get("cel") or {}).get("expression", "")
+        try:
+            selectors.append(compile_selector(expression))
+        except CelError as e:
+            error = f"the selector of DeviceClass {name} does not compile: {e}"
+    return selectors, error
+
+
+_SELECTORS = SelectorCache()
+
+
+def classify(device: Device, classes: Mapping[str, list[Selector]], errors: dict[str, str]) -> Device:
+    """The device with the DeviceClasses whose selectors it matches; a selector that fails on it
+    marks that class as erroneous in ``errors``."""
+    matched: set[str] = set()
+    for cname, selectors in classes.items():
+        if cname in errors:
+            continue
+        try:
+            if all(_SELECTORS.matches(s, device.view) for s in selectors):
+                matched.add(cname)
+        except CelError as e:
+            errors[cname] = f"the selector of DeviceClass {cname} fails on {device.label}: {e}"
+    return replace(device, device_classes=frozenset(matched))
+
+
+def parse_slice(
+    rs: Mapping[str, Any], classes: Mapping[str, list[Selector]], errors: dict[str, str]
+) -> tuple[tuple[Device, ...], dict[tuple[str, str, str, str], Decimal]] | str:
+    """One ResourceSlice's devices (classified) and shared counters, or why it cannot be read."""
+    spec = rs.get("spec") or {}
+    driver = str(spec.get("driver", ""))
+    pool = str((spec.get("pool") or {}).get("name", ""))
+    node = str(spec.get("nodeName") or "")
+    slice_name = rs.get("metadata", {}).get("name")
+    counters: dict[tuple[str, str, str, str], Decimal] = {}
+    for cs in spec.get("sharedCounters") or []:
+        for cname, c in (cs.get("counters") or {}).items():
+            try:
+                counters[(driver, pool, str(cs.get("name")), cname)] = parse_quantity(c.get("value", 0))
+            except QuantityError:
+                return f"ResourceSlice {slice_name}: counter {cname} is not a quantity"
+    devices: list[Device] = []
+    for raw in spec.get("devices") or []:
+        try:
+            device = _device(driver, pool, node, raw)
+        except (CelError, QuantityError, TypeError, ValueError) as e:
+            return f"ResourceSlice {slice_name}: device {raw.get('name')}: {e}"
+        devices.append(classify(device, classes, errors))
+    return tuple(devices), counters
+
+
 def build_inventory(
     *,
     resource_slices: Sequence[Mapping[str, Any]],
@@ -131,55 +189,27 @@ def build_inventory(
 ) -> Inventory | str:
     """The inventory from raw ``resource.k8s.io/v1`` objects, or a message when a slice cannot be read.
 
-    The order's own claims are those in ``namespace`` named in ``own_claims`` or starting with
-    ``own_claim_prefix``: their devices are recorded as held rather than allocated (both are
-    unavailable to a new placement; ``plan_order`` may keep an unchanged plan on held devices).
+    One-shot form of what ``ledger.Ledger`` maintains incrementally (tests and the benchmark's
+    baseline use it). The order's own claims are those in ``namespace`` named in ``own_claims`` or
+    starting with ``own_claim_prefix``: their devices are recorded as held rather than allocated.
     """
     classes: dict[str, list[Selector]] = {}
     errors: dict[str, str] = {}
     for dc in sorted(device_classes, key=lambda o: str(o.get("metadata", {}).get("name", ""))):
         name = str(dc.get("metadata", {}).get("name", ""))
-        selectors: list[Selector] = []
-        for sel in (dc.get("spec") or {}).get("selectors") or []:
-            expression = (sel.get("cel") or {}).get("expression", "")
-            try:
-                selectors.append(compile_selector(expression))
-            except CelError as e:
-                errors[name] = f"the selector of DeviceClass {name} does not compile: {e}"
+        selectors, error = parse_device_class(dc)
         classes[name] = selectors
-
+        if error:
+            errors[name] = error
     devices: list[Device] = []
     counters: dict[tuple[str, str, str, str], Decimal] = {}
-    cache = SelectorCache()
     for rs in resource_slices:
-        spec = rs.get("spec") or {}
-        driver = str(spec.get("driver", ""))
-        pool = str((spec.get("pool") or {}).get("name", ""))
-        node = str(spec.get("nodeName") or "")
-        for cs in spec.get("sharedCounters") or []:
-            for cname, c in (cs.get("counters") or {}).items():
-                try:
-                    counters[(driver, pool, str(cs.get("name")), cname)] = parse_quantity(c.get("value", 0))
-                except QuantityError:
-                    slice_name = rs.get("metadata", {}).get("name")
-                    return f"ResourceSlice {slice_name}: counter {cname} is not a quantity"
-        for raw in spec.get("devices") or []:
-            try:
-                device = _device(driver, pool, node, raw)
-            except (CelError, QuantityError, TypeError, ValueError) as e:
-                return f"ResourceSlice {rs.get('metadata', {}).get('name')}: device {raw.get('name')}: {e}"
-            matched: set[str] = set()
-            for cname, selectors in classes.items():
-                if cname in errors:
-                    continue
-                try:
-                    if all(cache.matches(s, device.view) for s in selectors):
-                        matched.add(cname)
-                except CelError as e:
-                    errors[cname] = f"the selector of DeviceClass {cname} fails on {device.label}: {e}"
-            devices.append(replace(device, device_classes=frozenset(matched)))
+        parsed = parse_slice(rs, classes, errors)
+        if isinstance(parsed, str):
+            return parsed
+        devices.extend(parsed[0])
+        counters.update(parsed[1])
     devices.sort(key=lambda d: (d.node, d.key))
-
     inventory = Inventory(
         devices=tuple(devices),
         device_classes=frozenset(classes),

@@ -27,6 +27,7 @@ from kubernetes import client as k8s
 
 from standins.hub_mirror import RunningMirror, start_mirror
 from standins.runtime import RunningRuntime, make_ca, start_runtime
+from tests.cluster.identity import service_account_kubeconfig
 from tests.integration.conftest import Cluster, Kubectl, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -65,6 +66,7 @@ class ControllerProcess:
     starts: int = 0
     args: tuple[str, ...] = ("--no-leader-elect",)
     name: str = "controller"
+    kubeconfig: pathlib.Path | None = None  # the controller's ServiceAccount; the admin's when None
 
     def start(self) -> None:
         self.metrics_port, self.health_port = free_port(), free_port()
@@ -80,7 +82,7 @@ class ControllerProcess:
                 "-m",
                 "controller",
                 "--kubeconfig",
-                str(self.cluster.kubeconfig),
+                str(self.kubeconfig or self.cluster.kubeconfig),
                 "--namespace",
                 NS,
                 "--settings-configmap",
@@ -255,6 +257,22 @@ def platform(
     )
     tmp = ROOT / ".cluster" / "e2e-logs" / time.strftime("%Y%m%d-%H%M%S")
     tmp.mkdir(parents=True, exist_ok=True)
+    # The controller runs as its shipped ServiceAccount, under the shipped RBAC.
+    kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=e2e",
+        "-k",
+        str(ROOT / "deploy/base/rbac"),
+    )
+    sa_kubeconfig = service_account_kubeconfig(
+        kubectl=cluster.kubectl_path,
+        admin_kubeconfig=cluster.kubeconfig,
+        namespace=NS,
+        name="inference-controller",
+        out=tmp / "controller.kubeconfig",
+    )
     ca_pem, ca_key = make_ca("inference platform CA (e2e)")
     ca_file = tmp / "platform-ca.crt"
     ca_file.write_bytes(ca_pem)
@@ -283,7 +301,7 @@ def platform(
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KUBECONFIG"))}
     env["LOG_LEVEL"] = "INFO"
-    controller = ControllerProcess(cluster=cluster, env=env, log_dir=tmp)
+    controller = ControllerProcess(cluster=cluster, env=env, log_dir=tmp, kubeconfig=sa_kubeconfig)
     controller.start()
     p = Platform(cluster, kubectl, api, mirror, runtime, controller, ca_file)
     try:

@@ -22,7 +22,7 @@ def leading(c: ControllerProcess) -> bool:
 
 
 def test_one_replica_leads_and_the_other_takes_over_when_it_dies(platform: Platform, ns: str) -> None:
-    lease = f"e2e-lease-{uuid.uuid4().hex[:6]}"
+    lease = "inference-controller"  # the one Lease the shipped Role lets the controller update
     args = (
         "--leader-elect",
         "--lease-name",
@@ -40,8 +40,9 @@ def test_one_replica_leads_and_the_other_takes_over_when_it_dies(platform: Platf
             cluster=platform.cluster,
             env=platform.controller.env,
             log_dir=platform.controller.log_dir,
-            args=(*args, "--identity", f"replica-{i}"),
+            args=(*args, "--identity", f"replica-{i}-{uuid.uuid4().hex[:4]}"),
             name=f"replica-{i}",
+            kubeconfig=platform.controller.kubeconfig,
         )
         for i in range(2)
     ]

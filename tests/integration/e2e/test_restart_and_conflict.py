@@ -14,6 +14,7 @@ import os
 import re
 import time
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -87,9 +88,11 @@ def test_a_restarted_controller_makes_zero_writes_for_a_steady_order(platform: P
 def test_a_409_on_status_is_retried_without_losing_the_other_writers_change(
     platform: Platform, ns: str
 ) -> None:
-    from controller.__main__ import Controller, parse_args
+    from controller.__main__ import parse_args
+    from controller.kinds import Cache
     from controller.kube import errors as kerr
     from controller.kube.client import load_api_client
+    from controller.manager import Controller
     from controller.settings import parse_settings
 
     platform.create_order(ns, "racy", hf(SMALL))
@@ -130,8 +133,8 @@ def test_a_409_on_status_is_retried_without_losing_the_other_writers_change(
             stale["status"].pop("endpoint")
             real_get = ctl.store.get
 
-            def stale_get(cache: str, namespace: str | None, name: str) -> dict[str, object] | None:
-                if cache == "orders" and name == "racy":
+            def stale_get(cache: Cache, namespace: str | None, name: str) -> dict[str, Any] | None:
+                if cache is Cache.ORDERS and name == "racy":
                     return stale
                 return real_get(cache, namespace, name)
 
@@ -141,7 +144,7 @@ def test_a_409_on_status_is_retried_without_losing_the_other_writers_change(
             # The retry reads the order again, as the work queue's rate-limited requeue does.
             ctl.store.get = real_get  # type: ignore[method-assign]
             wait_for(
-                lambda: ctl.store.get("orders", ns, "racy") or {},
+                lambda: ctl.store.get(Cache.ORDERS, ns, "racy") or {},
                 lambda o: any(c["type"] == "ExternalAudit" for c in o["status"]["conditions"]),
                 message="the informer to see the other writer's condition",
             )

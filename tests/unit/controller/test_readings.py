@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller import observe
+from controller import readings as observe
 from shared import reasons as r
 
 T = "2026-01-01T00:00:00Z"

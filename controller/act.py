@@ -1,0 +1,136 @@
+"""act: carry out one decision's intents. The only place that writes to the API server.
+
+Order of writes: the ``<order>-auth`` Secret (minted once), the workload objects (server-side
+apply, only those that changed or drifted), the prune, then the status (merge patch on
+``/status`` carrying the resourceVersion it was computed from, only when it changed), then Events.
+A refused apply (a missing API, RBAC, an invalid manifest) is not transient: the status says
+``WorkloadFailed`` with the API server's words, and ``status.resolved`` keeps the plan last
+applied in full.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from controller import render
+from controller.intents import Intents
+from controller.kube import apply as kapi
+from controller.kube import errors as kerr
+from controller.metrics import ControllerMetrics
+from controller.snapshot import Snapshot
+from controller.status import build_status, merge_patch, status_changed, transitions
+from shared import names
+from shared import reasons as r
+from shared.conditions import false
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """What acting did: whether the workload was applied, and the resourceVersion of our status write."""
+
+    applied: bool
+    written_rv: str | None
+
+
+@dataclass
+class Actor:
+    api: Any
+    metrics: ControllerMetrics
+
+    def act(self, s: Snapshot, intents: Intents) -> Done:
+        ns = s.order.metadata.namespace or ""
+        applied = True
+        try:
+            if intents.mint_token:
+                self._mint_token(s)
+            for obj in intents.apply:
+                log.info("apply %s %s/%s", obj["kind"], ns, obj["metadata"]["name"])
+                kapi.apply(self.api, obj, field_manager=names.FIELD_MANAGER)
+                self._count(obj["kind"], "apply")
+            for d in intents.delete:
+                kapi.delete(self.api, d.api_version, d.kind, namespace=ns, name=d.name)
+                self._count(d.kind, "delete")
+        except (kerr.Invalid, kerr.NotFound, kerr.Forbidden) as e:
+            applied = False
+            intents = with_apply_failure(s, intents, str(e))
+        raw = _regarding(s)
+        for type_, reason, message in intents.events:
+            self.event(raw, type_, reason, message)
+        return Done(applied, self._write_status(s, intents, raw))
+
+    def _mint_token(self, s: Snapshot) -> None:
+        """The token is random (256 bits) and minted once; an existing Secret is never replaced."""
+        try:
+            kapi.create(self.api, render.auth_secret(s.order, secrets.token_urlsafe(32)))
+            self._count("Secret", "create")
+        except kerr.AlreadyExists:
+            pass  # another reconcile minted it first; its token stands
+
+    def _write_status(self, s: Snapshot, intents: Intents, raw: Obj) -> str | None:
+        stamp = datetime.fromtimestamp(s.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        new = build_status(s.order, intents.verdicts, intents.fields, now=stamp, advisory=intents.advisory)
+        if not status_changed(s.order.status, new):
+            return None
+        stored = kapi.patch_status(
+            self.api,
+            "ai.deckhouse.io/v1alpha1",
+            "InferenceService",
+            namespace=s.order.metadata.namespace or "",
+            name=s.order.metadata.name,
+            status=merge_patch(s.order.status.to_wire(), new.to_wire()),
+            resource_version=s.resource_version,
+        )
+        self._count("InferenceService", "status")
+        for t in transitions(s.order.status, new):
+            self.event(raw, t.type, t.reason, t.message)
+        rv = stored.get("metadata", {}).get("resourceVersion")
+        return str(rv) if rv else None
+
+    def event(self, raw: Obj, type_: str, reason: str, message: str) -> None:
+        """An Event on the order; best effort (a failure is logged, never raised)."""
+        try:
+            kapi.create_event(
+                self.api,
+                raw,
+                type_=type_,
+                reason=reason,
+                message=message,
+                reporting_controller=names.FIELD_MANAGER,
+                action="Reconcile",
+            )
+        except kerr.KubeError as e:
+            meta = raw["metadata"]
+            log.info("event for %s/%s not recorded: %s", meta.get("namespace"), meta["name"], e)
+
+    def _count(self, kind: str, verb: str) -> None:
+        self.metrics.api_writes.labels(kind=kind, verb=verb).inc()
+
+
+def with_apply_failure(s: Snapshot, intents: Intents, error: str) -> Intents:
+    """The intents after the API server refused the workload: WorkloadFailed, plan last applied kept."""
+    verdicts = {
+        k: v for k, v in intents.verdicts.items() if k in (r.CLASS_RESOLVED, r.MODEL_RESOLVED, r.PLANNED)
+    }
+    verdicts[r.WORKLOAD_READY] = false(r.WORKLOAD_FAILED, f"Applying the workload failed: {error}")
+    fields = replace(intents.fields, resolved=s.order.status.resolved or intents.fields.resolved)
+    return replace(intents, verdicts=verdicts, fields=fields, requeue=30.0, plan=None, probe=None)
+
+
+def _regarding(s: Snapshot) -> Obj:
+    return {
+        "apiVersion": "ai.deckhouse.io/v1alpha1",
+        "kind": "InferenceService",
+        "metadata": {
+            "name": s.order.metadata.name,
+            "namespace": s.order.metadata.namespace,
+            "uid": s.order.metadata.uid,
+            "resourceVersion": s.resource_version,
+        },
+    }

@@ -1,0 +1,257 @@
+"""decide: from one snapshot (and the ledger's planning answer) to intents. Pure.
+
+The chain runs in the order of the conditions: class, model, plan, workload, probe, scaling.
+Every verdict is judged from what the snapshot observed now. A serving order (a plan in force
+whose workload runs) keeps serving through failures that do not touch its workload: its class
+deleted or not Ready, or its model's source unavailable. It reports them on their own condition,
+and the conditions after them are still judged (``Intents.advisory``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller import drift, planning, readings, render, resolve
+from controller.intents import Delete, Intents, ProbeRequest
+from controller.kinds import PRUNED
+from controller.planner import LaunchPlan
+from controller.snapshot import Planning, Snapshot
+from controller.status import StatusFields
+from shared import names
+from shared import reasons as r
+from shared.api.inference_class import InferenceServiceClassSpec
+from shared.api.order import Constraints, Endpoint, ResolvedModel
+from shared.conditions import Verdict, false, true, unknown
+
+APPLIED_HASH = "ai.deckhouse.io/applied-hash"
+Obj = dict[str, object]
+
+
+@dataclass
+class _Draft:
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    fields: dict[str, object] = field(default_factory=dict)
+    apply: list[dict[str, object]] = field(default_factory=list)
+    delete: list[Delete] = field(default_factory=list)
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+    advisory: set[str] = field(default_factory=set)
+    requeue: float | None = None
+    probe: ProbeRequest | None = None
+    mint_token: bool = False
+    plan: LaunchPlan | None = None
+    waiting: bool = False
+
+    def again(self, seconds: float) -> None:
+        self.requeue = seconds if self.requeue is None else min(self.requeue, seconds)
+
+    def done(self) -> Intents:
+        return Intents(
+            verdicts=dict(self.verdicts),
+            fields=StatusFields(**self.fields),  # type: ignore[arg-type]
+            apply=tuple(self.apply),
+            delete=tuple(self.delete),
+            events=tuple(self.events),
+            advisory=frozenset(self.advisory),
+            requeue=self.requeue,
+            probe=self.probe,
+            mint_token=self.mint_token,
+            plan=self.plan,
+            waiting=self.waiting,
+        )
+
+
+def decide(s: Snapshot, p: Planning) -> Intents:
+    d = _Draft()
+    serving = planning.workload_runs(s)
+    v = resolve.class_verdict(
+        s.order.spec.inference_service_class_name, s.klass, recipe_names=[x.metadata.name for x in s.recipes]
+    )
+    d.verdicts[r.CLASS_RESOLVED] = v
+    if not v.ok or s.klass is None:
+        if serving:
+            _serve_through(s, d, r.CLASS_RESOLVED, v)
+        return d.done()
+    cspec = s.klass.spec
+    lo, hi, prio = render.replica_bounds(cspec)
+    d.fields["constraints"] = Constraints(min_replicas=lo, max_replicas=hi, priority_class_name=prio)
+
+    m = s.model
+    assert m is not None
+    d.verdicts[r.MODEL_RESOLVED] = m.verdict
+    if m.facts is not None:
+        d.fields["model"] = ResolvedModel(
+            endpoint_type=m.endpoint_type,
+            architecture=m.facts.architecture,
+            format=m.facts.format,
+            quantization=m.facts.quantization_label,
+            parameter_count=m.facts.parameter_count,
+            context_length=m.facts.context_length,
+            revision=m.facts.revision,
+        )
+    if not m.verdict.ok or m.facts is None or m.endpoint_type is None:
+        if m.verdict.reason == r.MODEL_SOURCE_UNAVAILABLE:
+            d.again(10.0)
+        if serving:
+            _serve_through(s, d, r.MODEL_RESOLVED, m.verdict)
+        return d.done()
+
+    pv = planning.planned(s, p)
+    d.verdicts[r.PLANNED] = pv.verdict
+    d.fields["resolved"] = pv.resolved
+    d.waiting = pv.waiting
+    if pv.plan is None:
+        d.again(30.0)
+        return d.done()
+    d.plan = pv.plan
+    if p.trigger == "model revision" and p.outcome is not None and p.outcome.ok:
+        old = s.order.status.model.revision if s.order.status.model else None
+        d.events.append(
+            (
+                "Normal",
+                "ModelRevisionChanged",
+                f"{s.order.spec.model.ref.name} moved from {old} to "
+                f"{m.facts.revision}; rolling out the new revision (followModelRevisions is on).",
+            )
+        )
+    endpoint = render.endpoint_for(s.order, cspec, s.settings)
+    token_needed = render.requires_token(cspec)
+    if pv.render:
+        _desired(s, d, pv.plan, cspec, m.facts.revision)
+    if token_needed and not s.has_token:
+        d.mint_token = True
+    d.fields["endpoint"] = Endpoint(url=endpoint.url, type=endpoint.type)
+    if token_needed:
+        d.fields["auth_secret_name"] = names.auth_secret(s.order.metadata.name)
+    else:
+        d.fields["clear_auth_secret_name"] = True
+    _adopt_tls_secret(s, d)
+    _judge_workload(s, d, endpoint.url, s.token if token_needed else None)
+    return d.done()
+
+
+def _serve_through(s: Snapshot, d: _Draft, failed: str, v: Verdict) -> None:
+    """The order serves on its plan in force: report ``failed`` and keep judging the workload."""
+    assert s.plan_in_force is not None
+    d.advisory.add(failed)
+    if failed == r.CLASS_RESOLVED:
+        d.advisory.add(r.MODEL_RESOLVED)
+        d.verdicts[r.MODEL_RESOLVED] = unknown(
+            r.AWAITING, "Waiting for the class; the model in force is kept."
+        )
+    d.verdicts[r.PLANNED] = true(
+        r.LAUNCH_PLAN_IN_FORCE,
+        f"{failed} is False ({v.reason}); the order keeps serving on the plan in force: "
+        f"{s.plan_in_force.summary()}.",
+    )
+    d.plan = s.plan_in_force
+    endpoint = s.order.status.endpoint
+    if endpoint is not None:
+        _judge_workload(s, d, endpoint.url, s.token)
+
+
+def _judge_workload(s: Snapshot, d: _Draft, url: str, token: str | None) -> None:
+    v = readings.workload_verdict(s.deployment, list(s.pods))
+    d.verdicts[r.WORKLOAD_READY] = v
+    if not v.ok:
+        since = planning.stuck_since(s)
+        d.again(max(1.0, since + s.settings.claim_grace_seconds - s.now) if since is not None else 15.0)
+        return
+    d.verdicts[r.READY] = _probe(s, d, url, token)
+    sv, again = readings.scaling_verdict(
+        s.deployment, s.hpa, list(s.pods), now=s.now, grace=s.settings.scale_up_grace_seconds
+    )
+    d.verdicts[r.SCALING_HEALTHY] = sv
+    if again is not None:
+        d.again(again)
+
+
+def was_ready(s: Snapshot) -> bool:
+    for c in s.order.status.conditions or []:
+        if c.type == r.READY and (c.status == "True" or c.reason == r.SERVICE_UNHEALTHY):
+            return True
+    return False
+
+
+def _probe(s: Snapshot, d: _Draft, url: str, token: str | None) -> Verdict:
+    """Ready from the probe book's record; asks for a probe when one is due (run off the workers)."""
+    st, st_ready = s.probe, was_ready(s)
+    period = s.settings.probe_period_seconds
+    wait_for = period if st_ready and st.ok else min(period, 5.0)
+    due = st.ok is None or s.now - st.at >= wait_for
+    if due and not st.in_flight:
+        d.probe = ProbeRequest(url=url, token=token)
+    d.again(max(0.5, wait_for - (s.now - st.at)) if not due else wait_for)
+    threshold = s.settings.probe_failure_threshold
+    if st.ok is None:
+        return unknown(r.AWAITING, "Waiting for the first probe of the Inference API.")
+    if st.ok:
+        return true(r.SERVING, f"The Inference API answers: {st.detail}")
+    if not st_ready:
+        return false(r.HEALTH_CHECK_FAILED, f"The first probe has not succeeded yet: {st.detail}")
+    if st.failures >= threshold:
+        return false(
+            r.SERVICE_UNHEALTHY,
+            f"{st.failures} consecutive probes failed (threshold {threshold}): {st.detail}",
+        )
+    return true(
+        r.SERVING,
+        f"The Inference API answers; the last probe failed ({st.failures} of {threshold} before unhealthy): "
+        f"{st.detail}",
+    )
+
+
+def _desired(
+    s: Snapshot, d: _Draft, plan: LaunchPlan, cspec: InferenceServiceClassSpec, revision: str | None
+) -> None:
+    """What to apply (only what changed or drifted) and what to prune (owned, unwanted by the plan)."""
+    desired = render.workload(s.order, plan, cspec, s.settings, revision=revision)
+    for obj in desired:
+        meta = obj["metadata"]
+        meta.setdefault("annotations", {})[APPLIED_HASH] = names.short_hash(drift.stable_json(obj), 16)
+        live = s.live(obj["kind"], meta["name"])
+        if (
+            live is not None
+            and (live["metadata"].get("annotations") or {}).get(APPLIED_HASH)
+            == meta["annotations"][APPLIED_HASH]
+        ):
+            edited = drift.drifted(obj, live)
+            if edited is None:
+                continue  # already applied exactly this, and nobody changed it since
+            what = f"{obj['kind']} {meta['name']}"
+            d.events.append(("Warning", "DriftCorrected", f"{what}: {edited} was changed; restored it."))
+        d.apply.append(obj)
+    wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
+    pruned = {k.kind: k.api_version for k in PRUNED}
+    for live in s.owned:
+        kind, meta = str(live.get("kind")), live["metadata"]
+        if kind not in pruned or (kind, meta["name"]) in wanted or not _owned_by(live, s):
+            continue
+        d.delete.append(Delete(pruned[kind], kind, meta["name"]))
+
+
+def _owned_by(obj: dict[str, object] | dict[str, dict[str, object]], s: Snapshot) -> bool:
+    meta = obj["metadata"]
+    assert isinstance(meta, dict)
+    refs = meta.get("ownerReferences") or []
+    assert isinstance(refs, list)
+    return any(ref.get("uid") == s.order.metadata.uid for ref in refs)
+
+
+def _adopt_tls_secret(s: Snapshot, d: _Draft) -> None:
+    """cert-manager creates ``<order>-tls`` (it holds a private key); the order adopts it, so
+    deleting the order deletes it. Only the ownerReference is applied; cert-manager keeps the data."""
+    name = names.tls_secret(s.order.metadata.name)
+    live = s.live("Secret", name)
+    if live is None or _owned_by(live, s):
+        return
+    d.apply.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": name,
+                "namespace": s.order.metadata.namespace,
+                "ownerReferences": [{**render.owner_reference(s.order), "controller": False}],
+            },
+        }
+    )

@@ -1,0 +1,48 @@
+"""Intents: what one decision asks the act step to do. Pure data; ``controller.act`` carries it out.
+
+- ``verdicts`` and ``fields`` become the status (``status.build_status``), written only if changed;
+- ``apply``: objects to server-side apply (only those not yet applied exactly, or drifted);
+- ``delete``: owned objects the plan no longer wants;
+- ``events``: (type, reason, message) Events on the order besides condition transitions;
+- ``probe``: a probe of the endpoint is due (the probe book runs it off the workers);
+- ``mint_token``: the ``<order>-auth`` Secret does not exist yet and must be created once;
+- ``plan``: the plan in force after this reconcile; ``waiting``: requeue on capacity growth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.planner import LaunchPlan
+from controller.status import StatusFields
+from shared.conditions import Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    api_version: str
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeRequest:
+    url: str
+    token: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Intents:
+    verdicts: Mapping[str, Verdict]
+    fields: StatusFields
+    apply: tuple[dict[str, Any], ...] = ()
+    delete: tuple[Delete, ...] = ()
+    events: tuple[tuple[str, str, str], ...] = ()
+    advisory: frozenset[str] = frozenset()
+    requeue: float | None = None
+    probe: ProbeRequest | None = None
+    mint_token: bool = False
+    plan: LaunchPlan | None = None
+    waiting: bool = False

@@ -1,0 +1,326 @@
+"""The capacity ledger: one per controller, fed by the informers, so no two orders book one place.
+
+It holds every device the ResourceSlices publish and what takes it:
+
+- **allocations** of ResourceClaims (what the scheduler has given out);
+- **reservations**: places this controller planned for an order whose claims are not allocated
+  yet, keyed by order and plan hash. A reservation is released when the order's claims are
+  allocated (``settle``), when the order gets another plan (``take`` replaces it), or when the
+  order is deleted (``release``).
+
+``take`` runs the planner against the free view and books the answer in one critical section, so
+two workers can never book the same device, MIG device or share. After a restart ``hold`` rebuilds
+the reservation of an order from the plan it has in force, never from memory alone.
+
+Updates are incremental: a ResourceSlice or claim event costs time in proportion to that object.
+A slice that cannot be read is skipped and reported (``unreadable``), never fatal for the fleet.
+``epoch`` grows whenever capacity grows (a device added, an allocation or reservation released),
+so an order that found nothing knows when trying again can help.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+from controller.planner.inventory import (
+    Device,
+    DeviceKey,
+    Inventory,
+    classify,
+    parse_device_class,
+    parse_slice,
+)
+from shared.cel import Selector
+from shared.quantity import parse_quantity
+
+Obj = Mapping[str, Any]
+OrderKey = tuple[str, str]  # (namespace, name)
+CounterKey = tuple[str, str, str, str]  # (driver, pool, counter set, counter)
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    """What one claim or reservation takes: whole devices, or memory on shared devices."""
+
+    whole: frozenset[DeviceKey] = frozenset()
+    shared: tuple[tuple[DeviceKey, int], ...] = ()  # (device, bytes) on multiple-allocation devices
+
+    @property
+    def keys(self) -> frozenset[DeviceKey]:
+        return self.whole | frozenset(k for k, _ in self.shared)
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    plan_hash: str
+    use: Use
+
+
+@dataclass
+class _Slices:
+    devices: dict[str, tuple[Device, ...]] = field(default_factory=dict)  # slice name -> devices
+    counters: dict[str, dict[CounterKey, Decimal]] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)  # slice name -> why
+
+
+class Ledger:
+    """Thread-safe. Informer handlers call ``on_*``; workers call ``take``/``hold``/``settle``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._slices = _Slices()
+        self._classes: dict[str, list[Selector]] = {}
+        self._class_errors: dict[str, str] = {}
+        self._claims: dict[tuple[str, str], Use] = {}
+        self._claim_owner: dict[tuple[str, str], str] = {}  # claim -> the pod it was generated for
+        self._reservations: dict[OrderKey, Reservation] = {}
+        self._exhausted: dict[OrderKey, int] = {}
+        self._epoch = 0
+        self._devices: tuple[Device, ...] | None = None  # the sorted fleet, rebuilt only on slice change
+        self._shared: frozenset[DeviceKey] | None = None  # its multiple-allocation devices
+
+    # ------------------------------------------------------------------ informer feed
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def on_device_class(self, obj: Obj, *, deleted: bool = False) -> None:
+        name = str(obj.get("metadata", {}).get("name", ""))
+        with self._lock:
+            self._classes.pop(name, None)
+            self._class_errors.pop(name, None)
+            if not deleted:
+                selectors, error = parse_device_class(obj)
+                self._classes[name] = selectors
+                if error:
+                    self._class_errors[name] = error
+            self._reclassify()
+
+    def on_slice(self, obj: Obj, *, deleted: bool = False) -> None:
+        name = str(obj.get("metadata", {}).get("name", ""))
+        with self._lock:
+            before = len(self._slices.devices.get(name, ()))
+            self._slices.devices.pop(name, None)
+            self._slices.counters.pop(name, None)
+            self._slices.unreadable.pop(name, None)
+            if not deleted:
+                parsed = parse_slice(obj, self._classes, self._class_errors)
+                if isinstance(parsed, str):
+                    self._slices.unreadable[name] = parsed
+                else:
+                    devices, counters = parsed
+                    self._slices.devices[name] = devices
+                    self._slices.counters[name] = counters
+            self._devices = None
+            self._shared = None
+            if len(self._slices.devices.get(name, ())) > before:
+                self._epoch += 1
+
+    def on_claim(self, obj: Obj, *, deleted: bool = False) -> bool:
+        """Record a claim's allocation. Returns whether capacity was freed (waiting orders may fit)."""
+        meta = obj.get("metadata", {})
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        use = Use() if deleted else _claim_use(obj, self._shared_devices())
+        with self._lock:
+            before = self._claims.get(key, Use())
+            if use.keys:
+                self._claims[key] = use
+            else:
+                self._claims.pop(key, None)
+            owners = [o.get("name") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"]
+            if owners and not deleted:
+                self._claim_owner[key] = str(owners[0])
+            elif deleted:
+                self._claim_owner.pop(key, None)
+            freed = bool(before.keys - use.keys)
+            if freed:
+                self._epoch += 1
+            return freed
+
+    # ------------------------------------------------------------------ planning
+
+    def view(self, order: OrderKey, own_claims: Iterable[str] = ()) -> Inventory:
+        """The inventory as the order sees it: other orders' reservations count as allocations, its
+        own claims as held (api.md: the place an order holds is not offered back to it)."""
+        with self._lock:
+            return self._view(order, frozenset(own_claims))
+
+    def take(
+        self,
+        order: OrderKey,
+        own_claims: Iterable[str],
+        plan: Callable[[Inventory], tuple[str | None, Use]],
+    ) -> None:
+        """Run ``plan`` on the order's view and book what it returns, atomically.
+
+        ``plan`` returns the plan hash and the devices it counts on (``None``: nothing planned;
+        the order's previous reservation is released).
+        """
+        with self._lock:
+            plan_hash, use = plan(self._view(order, frozenset(own_claims)))
+            self._reserve(order, plan_hash, use)
+
+    def hold(self, order: OrderKey, plan_hash: str, pick: Callable[[Inventory], Use]) -> None:
+        """Rebuild the reservation of a plan in force whose claims are not allocated (a restart),
+        unless the order already holds one for that plan."""
+        with self._lock:
+            current = self._reservations.get(order)
+            if current is not None and current.plan_hash == plan_hash:
+                return
+            self._reserve(order, plan_hash, pick(self._view(order, frozenset())))
+
+    def settle(self, order: OrderKey) -> None:
+        """The order's claims are allocated: the allocation now stands for the reservation."""
+        with self._lock:
+            self._reservations.pop(order, None)
+
+    def release(self, order: OrderKey) -> None:
+        """The order is gone, or plans nothing: its reservation is freed."""
+        with self._lock:
+            if self._reservations.pop(order, None) is not None:
+                self._epoch += 1
+            self._exhausted.pop(order, None)
+
+    def reserved(self, order: OrderKey) -> Reservation | None:
+        with self._lock:
+            return self._reservations.get(order)
+
+    def mark_exhausted(self, order: OrderKey) -> int:
+        """Remember the epoch at which every device class failed the order; returns it."""
+        with self._lock:
+            return self._exhausted.setdefault(order, self._epoch)
+
+    def exhausted_since(self, order: OrderKey) -> int | None:
+        with self._lock:
+            return self._exhausted.get(order)
+
+    def clear_exhausted(self, order: OrderKey) -> None:
+        with self._lock:
+            self._exhausted.pop(order, None)
+
+    # ------------------------------------------------------------------ reports
+
+    def unreadable(self) -> dict[str, str]:
+        """ResourceSlices skipped because they cannot be read, with why."""
+        with self._lock:
+            return dict(self._slices.unreadable)
+
+    def over_committed(self) -> list[DeviceKey]:
+        """Devices taken whole by two claims or reservations at once (must always be empty)."""
+        with self._lock:
+            seen: dict[DeviceKey, int] = {}
+            for use in [*self._claims.values(), *(r.use for r in self._reservations.values())]:
+                for k in use.whole:
+                    seen[k] = seen.get(k, 0) + 1
+            return sorted(k for k, n in seen.items() if n > 1)
+
+    def device_count(self) -> int:
+        with self._lock:
+            return len(self._fleet())
+
+    # ------------------------------------------------------------------ internals
+
+    def _reserve(self, order: OrderKey, plan_hash: str | None, use: Use) -> None:
+        old = self._reservations.pop(order, None)
+        if plan_hash is not None and use.keys:
+            self._reservations[order] = Reservation(plan_hash, use)
+        if old is not None and old.use.keys - use.keys:
+            self._epoch += 1
+
+    def _fleet(self) -> tuple[Device, ...]:
+        if self._devices is None:
+            devices = [d for ds in self._slices.devices.values() for d in ds]
+            devices.sort(key=lambda d: (d.node, d.key))
+            self._devices = tuple(devices)
+        return self._devices
+
+    def _shared_devices(self) -> frozenset[DeviceKey]:
+        with self._lock:
+            if self._shared is None:
+                self._shared = frozenset(d.key for d in self._fleet() if d.multiple_allocations)
+            return self._shared
+
+    def _reclassify(self) -> None:
+        """A DeviceClass changed: every device's class membership is computed again (rare)."""
+        for name, devices in list(self._slices.devices.items()):
+            self._slices.devices[name] = tuple(
+                classify(d, self._classes, self._class_errors) for d in devices
+            )
+        self._devices = None
+        self._shared = None
+        self._epoch += 1
+
+    def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
+        ns = order[0]
+        allocated: set[DeviceKey] = set()
+        held: set[DeviceKey] = set()
+        consumed: dict[DeviceKey, int] = {}
+        counters: dict[CounterKey, Decimal] = {}
+        for c in self._slices.counters.values():
+            counters.update(c)
+        fleet = self._fleet()
+        by_key = {d.key: d for d in fleet} if counters else {}
+
+        def take(use: Use) -> None:
+            for k in use.whole:
+                allocated.add(k)
+                device = by_key.get(k)
+                for counter_set, counter, amount in device.consumes if device else ():
+                    ck = (k[0], k[1], counter_set, counter)
+                    if ck in counters:
+                        counters[ck] -= amount
+            for k, n in use.shared:
+                consumed[k] = consumed.get(k, 0) + n
+
+        for (cns, cname), use in self._claims.items():
+            if cns == ns and cname in own_claims:
+                held.update(use.keys)
+            else:
+                take(use)
+        for other, reservation in self._reservations.items():
+            if other != order:
+                take(reservation.use)
+        return Inventory(
+            devices=fleet,
+            device_classes=frozenset(self._classes),
+            device_class_errors=dict(self._class_errors),
+            allocated=frozenset(allocated),
+            consumed=consumed,
+            held=frozenset(held),
+            counters=counters,
+        )
+
+
+def _claim_use(claim: Obj, shared: frozenset[DeviceKey]) -> Use:
+    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
+        "results"
+    ) or []
+    whole: set[DeviceKey] = set()
+    parts: list[tuple[DeviceKey, int]] = []
+    for r in results:
+        key = (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
+        consumed = r.get("consumedCapacity") or {}
+        if key in shared and "memory" in consumed:
+            parts.append((key, math.ceil(parse_quantity(consumed["memory"]))))
+        else:
+            whole.add(key)
+    return Use(frozenset(whole), tuple(parts))
+
+
+def use_of(allocation: Iterable[DeviceKey], shared_bytes: int | None) -> Use:
+    """What a planner outcome takes: whole devices, or ``shared_bytes`` on each (TimeSlicing/MPS)."""
+    keys = tuple(allocation)
+    if shared_bytes is not None:
+        return Use(shared=tuple((k, shared_bytes) for k in keys))
+    return Use(whole=frozenset(keys))
+
+
+def with_devices(inventory: Inventory, devices: Iterable[Device]) -> Inventory:
+    """The same allocations over another set of devices (for tests and the benchmark)."""
+    return replace(inventory, devices=tuple(devices))

@@ -1,0 +1,169 @@
+"""Pure readings of the order's live objects: WorkloadReady, ScalingHealthy, scheduler feedback.
+
+Inputs are raw Kubernetes dicts from the informer caches and ``now`` (epoch seconds); outputs are
+verdicts. Nothing here calls the API.
+
+Only the scheduler's DRA plugin's own words, ``cannot allocate all claims``, say that a claim could
+not be allocated. A taint, a volume that cannot bind, missing cpu or memory, or node affinity are
+other unschedulable causes: they are reported as they are and never move the order to another
+device class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from shared import reasons as r
+from shared.conditions import Verdict, false, true, unknown
+
+Obj = dict[str, Any]
+
+
+def parse_time(text: str | None) -> float | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+CLAIM_UNALLOCATABLE = "cannot allocate all claims"
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """A pod the scheduler could not place, since when, and what it said."""
+
+    pod: str
+    since: float
+    message: str
+
+    @property
+    def claim_unallocatable(self) -> bool:
+        """Whether the scheduler said it could not allocate the pod's ResourceClaims."""
+        return CLAIM_UNALLOCATABLE in self.message
+
+
+def unschedulable_pods(pods: Sequence[Obj]) -> list[Unschedulable]:
+    out: list[Unschedulable] = []
+    for pod in pods:
+        if pod.get("metadata", {}).get("deletionTimestamp"):
+            continue
+        for c in pod.get("status", {}).get("conditions", []) or []:
+            if (
+                c.get("type") == "PodScheduled"
+                and c.get("status") == "False"
+                and c.get("reason") == "Unschedulable"
+            ):
+                since = parse_time(c.get("lastTransitionTime")) or 0.0
+                out.append(Unschedulable(pod["metadata"]["name"], since, c.get("message", "")))
+    return sorted(out, key=lambda u: (u.since, u.pod))
+
+
+def _available(deployment: Obj) -> int:
+    return int(deployment.get("status", {}).get("availableReplicas") or 0)
+
+
+def _rolled_out(deployment: Obj) -> bool:
+    status = deployment.get("status", {})
+    return (
+        int(status.get("observedGeneration") or 0) >= int(deployment["metadata"].get("generation") or 0)
+        and int(status.get("updatedReplicas") or 0) >= 1
+    )
+
+
+def workload_verdict(deployment: Obj | None, pods: Sequence[Obj]) -> Verdict:
+    """WorkloadReady: Available once a replica of the current rollout is available."""
+    if deployment is None:
+        return unknown(r.PROGRESSING, "The workload is being applied.")
+    for c in deployment.get("status", {}).get("conditions", []) or []:
+        if c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded":
+            return false(r.WORKLOAD_FAILED, f"The Deployment did not progress: {c.get('message', '')}")
+        if c.get("type") == "ReplicaFailure" and c.get("status") == "True":
+            return false(r.WORKLOAD_FAILED, f"The Deployment cannot create pods: {c.get('message', '')}")
+    if _available(deployment) >= 1 and _rolled_out(deployment):
+        n = _available(deployment)
+        return true(r.AVAILABLE, f"{n} replica(s) available.")
+    stuck = unschedulable_pods(pods)
+    if stuck:
+        return false(r.UNSCHEDULABLE, f"Pod {stuck[0].pod} cannot be scheduled: {stuck[0].message}")
+    return false(r.PROGRESSING, "Waiting for a replica to become available.")
+
+
+def uses_claim_template(pod: Obj, template: str) -> bool:
+    """Whether the pod's ResourceClaims come from ``template`` (the plan in force's template)."""
+    claims = pod.get("spec", {}).get("resourceClaims") or []
+    return any(c.get("resourceClaimTemplateName") == template for c in claims)
+
+
+def claim_stuck_since(
+    deployment: Obj | None, pods: Sequence[Obj], *, template: str | None = None
+) -> float | None:
+    """Since when (the latest) the plan's claims could not be allocated, or ``None``.
+
+    Counts only live pods of the plan in force (those using ``template``, when given), and only
+    when no replica is available and every such pod is unschedulable because the scheduler could
+    not allocate its claims. A pod of an earlier plan, or another unschedulable cause, never counts.
+    """
+    if deployment is None or _available(deployment) >= 1:
+        return None
+    live = [
+        p
+        for p in pods
+        if not p.get("metadata", {}).get("deletionTimestamp")
+        and (template is None or uses_claim_template(p, template))
+    ]
+    stuck = [u for u in unschedulable_pods(live) if u.claim_unallocatable]
+    if not live or len(stuck) < len(live):
+        return None
+    return max(u.since for u in stuck)
+
+
+def scaling_verdict(
+    deployment: Obj | None, hpa: Obj | None, pods: Sequence[Obj], *, now: float, grace: float
+) -> tuple[Verdict, float | None]:
+    """ScalingHealthy, and when to look again if a pending scale-up may turn into ScaleUpBlocked.
+
+    ScaleUpBlocked: the HPA wants more replicas than are available and the extra pods have stayed
+    unschedulable past ``grace`` seconds (for example after preemption took their capacity).
+    """
+    if deployment is None:
+        return unknown(r.RECONCILING, "The workload is being applied."), None
+    desired = int(
+        (hpa or {}).get("status", {}).get("desiredReplicas")
+        or deployment.get("spec", {}).get("replicas")
+        or 1
+    )
+    available = _available(deployment)
+    if desired <= available:
+        return true(r.SCALING_HEALTHY_OK, f"{available} of {desired} desired replica(s) available."), None
+    stuck = unschedulable_pods(pods)
+    if not stuck:
+        return true(r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s)."), None
+    oldest = stuck[0]
+    if now - oldest.since >= grace:
+        return (
+            false(
+                r.SCALE_UP_BLOCKED,
+                f"The autoscaler wants {desired} replica(s) but {available} are available: pod {oldest.pod} has "
+                f"been unschedulable for {int(now - oldest.since)}s: {oldest.message}",
+            ),
+            None,
+        )
+    return (
+        true(
+            r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s); waiting for capacity."
+        ),
+        oldest.since + grace - now,
+    )
+
+
+def own_claim_names(pods: Sequence[Obj]) -> set[str]:
+    """Names of the ResourceClaims generated for the order's pods."""
+    out: set[str] = set()
+    for pod in pods:
+        for s in pod.get("status", {}).get("resourceClaimStatuses", []) or []:
+            if s.get("resourceClaimName"):
+                out.add(s["resourceClaimName"])
+    return out

@@ -1,0 +1,95 @@
+"""The snapshot: everything one decision about one order needs, read once, immutable. Pure data.
+
+``controller.observe`` builds it from the caches, the facts store and the probe book;
+``controller.decide`` turns it into intents without any I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.facts import ModelFacts
+from controller.planner import LaunchPlan, PlanOutcome
+from controller.settings import Settings
+from shared.api.enums import EndpointType
+from shared.api.inference_class import InferenceServiceClass
+from shared.api.order import InferenceService
+from shared.api.recipe import InferenceRecipe
+from shared.conditions import Verdict
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelObservation:
+    """What resolution of the order's model gave: the facts, or the verdict why not.
+
+    ``from_record`` says the facts came from the order's own record (``status.model.revision`` and
+    the durable facts store), with no Hub call.
+    """
+
+    verdict: Verdict
+    facts: ModelFacts | None = None
+    endpoint_type: EndpointType | None = None
+    from_record: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeState:
+    """The probe book's record for the order's endpoint: consecutive failures and the last result."""
+
+    ok: bool | None = None  # None: never probed
+    detail: str = ""
+    failures: int = 0
+    at: float = 0.0  # when the last result arrived
+    in_flight: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """What the ledger says about the order: whether trying again could help."""
+
+    epoch: int = 0
+    exhausted_since: int | None = None  # the ledger epoch when every device class failed the order
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    now: float
+    settings: Settings
+    order: InferenceService
+    resource_version: str
+    klass: InferenceServiceClass | None
+    recipes: tuple[InferenceRecipe, ...]
+    model: ModelObservation | None  # None when the class did not resolve
+    plan_in_force: LaunchPlan | None
+    deployment: Obj | None
+    hpa: Obj | None
+    pods: tuple[Obj, ...]
+    owned: tuple[Obj, ...]  # every live object labelled with the order, of every owned kind
+    has_token: bool
+    token: str | None
+    probe: ProbeState
+    capacity: Capacity = field(default_factory=Capacity)
+    claims_allocated: bool = False  # the pods of the plan in force have allocated claims
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.order.metadata.namespace or "", self.order.metadata.name)
+
+    def live(self, kind: str, name: str) -> Obj | None:
+        for o in self.owned:
+            if o.get("kind") == kind and o["metadata"]["name"] == name:
+                return o
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Planning:
+    """The planner's answer for this reconcile, taken from the ledger (``None``: not computed)."""
+
+    outcome: PlanOutcome | None = None
+    trigger: str = ""
+    count: bool = False
+    tried: tuple[str, ...] = ()

@@ -1,0 +1,68 @@
+"""Event mapping and the table of watched kinds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller import wiring
+from controller.kinds import BY_CACHE, KINDS, OWNED, PRUNED, Cache, Fanout, cache_of, watched
+from controller.store import Store, UnwatchedCacheError
+
+
+def order(
+    name: str, *, reason: str | None = None, prio: str | None = None, created: str = ""
+) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if reason:
+        status["conditions"] = [{"type": "Planned", "status": "False", "reason": reason}]
+    if prio:
+        status["constraints"] = {"priorityClassName": prio}
+    return {
+        "metadata": {"name": name, "namespace": "ns", "creationTimestamp": created},
+        "spec": {"inferenceServiceClassName": "c"},
+        "status": status,
+    }
+
+
+def test_every_cache_has_exactly_one_row_and_owned_kinds_are_label_selected() -> None:
+    assert len({k.cache for k in KINDS}) == len(KINDS) == len(Cache)
+    assert all(k.label_selector for k in OWNED)
+    assert {k.kind for k in PRUNED} == {"PersistentVolumeClaim", "Ingress", "ResourceClaimTemplate"}
+    assert cache_of("Deployment") is Cache.DEPLOYMENTS
+    assert cache_of("Pod") is None  # pods are read, never applied
+    assert Cache.MODELS not in {k.cache for k in watched(catalog_enabled=False)}
+    assert Cache.MODELS in {k.cache for k in watched(catalog_enabled=True)}
+
+
+def test_an_unwatched_cache_is_an_error_not_an_absent_object() -> None:
+    store = Store({})
+    with pytest.raises(UnwatchedCacheError):
+        store.get(Cache.ORDERS, "ns", "x")
+
+
+def test_capacity_events_requeue_only_waiting_orders_by_priority_then_age_and_only_when_capacity_grew() -> (
+    None
+):
+    orders = [
+        order("ready"),
+        order("old-low", reason="NoCapacity", created="2026-01-01T00:00:00Z"),
+        order("new-high", reason="NoCapacity", prio="high", created="2026-01-02T00:00:00Z"),
+        order("exhausted", reason="ResourceClaimExhausted", created="2026-01-03T00:00:00Z"),
+        order("bad", reason="PlacementUndecidable"),
+    ]
+    claim = {"metadata": {"name": "c", "namespace": "ns"}}
+    assert wiring.keys_for(Cache.RESOURCE_CLAIMS, claim, orders, capacity_grew=False) == []
+    keys = wiring.keys_for(
+        Cache.RESOURCE_CLAIMS, claim, orders, capacity_grew=True, priorities={"high": 1000}
+    )
+    assert [k[2] for k in keys] == ["new-high", "old-low", "exhausted"]
+
+
+def test_owned_objects_map_to_the_order_in_their_label_and_classes_fan_out() -> None:
+    pod = {"metadata": {"name": "p", "namespace": "ns", "labels": {"ai.deckhouse.io/inference-service": "o"}}}
+    assert wiring.keys_for(Cache.PODS, pod, []) == [("order", "ns", "o")]
+    klass = {"metadata": {"name": "c"}}
+    assert wiring.keys_for(Cache.CLASSES, klass, [order("a")]) == [("class", "", "c"), ("order", "ns", "a")]
+    assert BY_CACHE[Cache.RECIPES].fanout is Fanout.EVERYTHING
