@@ -61,6 +61,11 @@ CRD_NAMES = ("leaderworkersets.leaderworkerset.x-k8s.io", "disaggregatedsets.dis
 Obj = dict[str, Any]
 
 
+def crd_refs() -> list[str]:
+    """``crd/<name>`` of LWS's CRDs, for kubectl."""
+    return [f"crd/{n}" for n in CRD_NAMES]
+
+
 class LwsError(RuntimeError):
     """The LWS module could not be fetched or built, or its controller did not come up."""
 
@@ -340,7 +345,15 @@ def up(demo: DemoLike) -> Running:
     binary = build_binary()
     crds = module_files().crds
     demo.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=demo", "-f", str(crds))
-    demo.kubectl("wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{n}" for n in CRD_NAMES])
+    deadline = time.monotonic() + 60
+    # `kubectl wait` fails at once on a CRD whose status has no conditions yet: poll it.
+    while True:
+        out = demo.kubectl("wait", "--for=condition=Established", "--timeout=10s", *crd_refs(), check=False)
+        if out.count("condition met") == len(CRD_NAMES):
+            break
+        if time.monotonic() > deadline:
+            raise LwsError(f"LWS's CRDs are not Established after 60s: {', '.join(CRD_NAMES)}")
+        time.sleep(1)
 
     def apply(text: str) -> object:
         return demo.kubectl(

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from hack import lws as lws_plane
-from tests.integration.conftest import Cluster, Kubectl
+from tests.integration.conftest import Cluster, Kubectl, wait_for
 
 
 @pytest.fixture(scope="session")
@@ -24,8 +24,14 @@ def lws(
     binary = lws_plane.build_binary()
     crds = lws_plane.module_files().crds
     kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=test-lws", "-f", str(crds))
-    kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{n}" for n in lws_plane.CRD_NAMES]
+    # `kubectl wait` fails at once on a CRD whose status has no conditions yet: poll it.
+    wait_for(
+        lambda: kubectl(
+            "wait", "--for=condition=Established", "--timeout=10s", *lws_plane.crd_refs(), check=False
+        ),
+        lambda res: res.returncode == 0,
+        timeout=60,
+        message="LWS's CRDs Established",
     )
     state = tmp_path_factory.mktemp("lws")
 
