@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import copy
 import datetime as dt
+import json
 import os
 import pathlib
 import shutil
@@ -204,6 +205,47 @@ def webhook_paths(configurations: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
+# ---------------------------------------------------------------- the cluster side
+
+
+Kubectl = Callable[..., str]
+"""``kubectl(*args, input=None, check=True) -> stdout``, raising on failure when ``check``."""
+VERSION_ANNOTATION = "inference.local/lws-version"
+
+
+def installed_version(kubectl: Kubectl) -> str | None:
+    """The LWS version whose CRDs are installed (our annotation), if both are there and agree."""
+    out = kubectl("get", *crd_refs(), "-o", "json", check=False)
+    try:
+        doc = json.loads(out) if out.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    crds = doc.get("items", [doc] if doc.get("kind") else [])
+    versions = {((c.get("metadata") or {}).get("annotations") or {}).get(VERSION_ANNOTATION) for c in crds}
+    return versions.pop() if len(crds) == len(CRD_NAMES) and len(versions) == 1 else None
+
+
+def install_crds(kubectl: Kubectl, *, field_manager: str, timeout: float = 60) -> None:
+    """LWS's CRDs applied and Established. The apply of these large CRDs takes seconds, so it is skipped
+    when they carry the pinned version's annotation."""
+    version = lws_version()
+    if installed_version(kubectl) != version:
+        crds = module_files().crds
+        kubectl(
+            "apply", "--server-side", "--force-conflicts", f"--field-manager={field_manager}", "-f", str(crds)
+        )
+        kubectl("annotate", "--overwrite", *crd_refs(), f"{VERSION_ANNOTATION}={version}")
+    deadline = time.monotonic() + timeout
+    # `kubectl wait` fails at once on a CRD whose status has no conditions yet: poll it.
+    while True:
+        out = kubectl("wait", "--for=condition=Established", "--timeout=10s", *crd_refs(), check=False)
+        if out.count("condition met") == len(CRD_NAMES):
+            return
+        if time.monotonic() > deadline:
+            raise LwsError(f"LWS's CRDs are not Established after {timeout:.0f}s: {', '.join(CRD_NAMES)}")
+        time.sleep(1)
+
+
 # ---------------------------------------------------------------- the process
 
 
@@ -343,17 +385,7 @@ def up(demo: DemoLike) -> Running:
     demo's own, so ``make down`` removes them)."""
     print(f"==> LeaderWorkerSet {lws_version()}: CRDs and controller (from its Go module)", flush=True)
     binary = build_binary()
-    crds = module_files().crds
-    demo.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=demo", "-f", str(crds))
-    deadline = time.monotonic() + 60
-    # `kubectl wait` fails at once on a CRD whose status has no conditions yet: poll it.
-    while True:
-        out = demo.kubectl("wait", "--for=condition=Established", "--timeout=10s", *crd_refs(), check=False)
-        if out.count("condition met") == len(CRD_NAMES):
-            break
-        if time.monotonic() > deadline:
-            raise LwsError(f"LWS's CRDs are not Established after 60s: {', '.join(CRD_NAMES)}")
-        time.sleep(1)
+    install_crds(demo.kubectl, field_manager="demo")
 
     def apply(text: str) -> object:
         return demo.kubectl(

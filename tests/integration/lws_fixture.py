@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from hack import lws as lws_plane
-from tests.integration.conftest import Cluster, Kubectl, wait_for
+from tests.integration.conftest import Cluster, Kubectl
 
 
 @pytest.fixture(scope="session")
@@ -22,17 +22,11 @@ def lws(
     cluster: Cluster, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[lws_plane.Running]:
     binary = lws_plane.build_binary()
-    crds = lws_plane.module_files().crds
-    kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=test-lws", "-f", str(crds))
-    # `kubectl wait` fails at once on a CRD whose status has no conditions yet: poll it.
-    wait_for(
-        lambda: kubectl(
-            "wait", "--for=condition=Established", "--timeout=10s", *lws_plane.crd_refs(), check=False
-        ),
-        lambda res: res.returncode == 0,
-        timeout=60,
-        message="LWS's CRDs Established",
-    )
+
+    def run(*args: str, input: str | None = None, check: bool = True) -> str:
+        return kubectl(*args, input=input, check=check).stdout
+
+    lws_plane.install_crds(run, field_manager="test-lws")
     state = tmp_path_factory.mktemp("lws")
 
     def apply(text: str) -> object:

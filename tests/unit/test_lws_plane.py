@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import base64
+import json
 import pathlib
 
-from hack.lws import SET_NAME_LABEL, lws_version, manager_config, webhook_configurations, webhook_paths
+import pytest
+
+from hack.lws import (
+    SET_NAME_LABEL,
+    VERSION_ANNOTATION,
+    installed_version,
+    lws_version,
+    manager_config,
+    webhook_configurations,
+    webhook_paths,
+)
 
 # The shape of sigs.k8s.io/lws config/webhook/manifests.yaml (two of its five webhooks).
 MANIFESTS = """
@@ -77,3 +88,31 @@ def test_the_manager_runs_without_leader_election_internal_certificates_or_metri
 
 def test_the_version_is_pinned() -> None:
     assert lws_version().startswith("v0.")
+
+
+def crd(name: str, version: str | None) -> dict[str, object]:
+    annotations = {VERSION_ANNOTATION: version} if version else {}
+    return {"kind": "CustomResourceDefinition", "metadata": {"name": name, "annotations": annotations}}
+
+
+@pytest.mark.parametrize(
+    ("out", "expected"),
+    [
+        pytest.param(
+            {"kind": "List", "items": [crd("a", "v0.9.0"), crd("b", "v0.9.0")]}, "v0.9.0", id="both"
+        ),
+        pytest.param(
+            {"kind": "List", "items": [crd("a", "v0.9.0"), crd("b", "v0.8.0")]}, None, id="disagree"
+        ),
+        pytest.param({"kind": "List", "items": [crd("a", None), crd("b", None)]}, None, id="not ours"),
+        pytest.param(crd("a", "v0.9.0"), None, id="one missing"),
+        pytest.param(None, None, id="none"),
+    ],
+)
+def test_the_installed_version_is_read_from_our_annotation_on_both_crds(
+    out: object, expected: str | None
+) -> None:
+    def kubectl(*args: str, input: str | None = None, check: bool = True) -> str:
+        return json.dumps(out) if out is not None else ""
+
+    assert installed_version(kubectl) == expected
