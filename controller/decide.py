@@ -145,6 +145,10 @@ def _serve_through(s: Snapshot, d: _Draft, failed: str, v: Verdict) -> None:
     )
     d.plan = s.plan_in_force
     endpoint = s.order.status.endpoint
+    if endpoint is None and s.klass is not None:  # a status restored without its fields
+        found = render.endpoint_for(s.order, s.klass.spec, s.settings)
+        endpoint = Endpoint(url=found.url, type=found.type)
+        d.fields["endpoint"] = endpoint
     if endpoint is not None:
         _judge_workload(s, d, endpoint.url, s.token)
 

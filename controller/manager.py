@@ -52,6 +52,7 @@ class Controller:
                 api,
                 RESOURCES[(k.api_version, k.kind)],
                 label_selector=k.label_selector,
+                index_label=k.label_selector,
                 handler=self._handler(cache),
             )
             for cache, k in self.kinds.items()

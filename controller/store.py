@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from controller.kinds import Cache
-from shared.names import LABEL_ORDER
 
 Obj = dict[str, Any]
 
@@ -17,6 +16,7 @@ class Reader(Protocol):
 
     def get(self, namespace: str | None, name: str) -> Obj | None: ...
     def list(self, namespace: str | None = None) -> list[Obj]: ...
+    def labelled(self, namespace: str, value: str) -> builtins.list[Obj]: ...
 
 
 class UnwatchedCacheError(KeyError):
@@ -45,9 +45,6 @@ class Store:
         return self._reader(cache).list(namespace)
 
     def labelled(self, cache: Cache, namespace: str | None, order: str) -> builtins.list[Obj]:
-        """Objects of ``cache`` in ``namespace`` that carry the order label ``order``."""
-        return [
-            o
-            for o in self.list(cache, namespace)
-            if (o["metadata"].get("labels") or {}).get(LABEL_ORDER) == order
-        ]
+        """Objects of ``cache`` in ``namespace`` that carry the order label ``order`` (an index read:
+        every cache selected by the order label is indexed by it)."""
+        return self._reader(cache).labelled(namespace or "", order)

@@ -38,6 +38,7 @@ from hack import lws, procs
 from hack.cert_manager import crds_dir
 from shared import reasons
 from tests.cluster import launcher, pki
+from tests.cluster.identity import service_account_kubeconfig
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NAMESPACE = "d8-inference"
@@ -346,7 +347,16 @@ def configure(demo: Demo, *, runtime_address: str) -> None:
 
 
 def start_controller(demo: Demo, *, hf_endpoint: str) -> None:
-    say(f"controller (python -m controller), Hugging Face endpoint {hf_endpoint}")
+    say(
+        f"controller (python -m controller) as ServiceAccount {NAMESPACE}/inference-controller, Hub {hf_endpoint}"
+    )
+    kubeconfig = service_account_kubeconfig(
+        kubectl=demo._bin_dir() / "kubectl",
+        admin_kubeconfig=demo.kubeconfig,
+        namespace=NAMESPACE,
+        name="inference-controller",
+        out=demo.state / "controller.kubeconfig",
+    )
     bg = procs.start(
         "controller",
         [
@@ -354,7 +364,7 @@ def start_controller(demo: Demo, *, hf_endpoint: str) -> None:
             "-m",
             "controller",
             "--kubeconfig",
-            str(demo.kubeconfig),
+            str(kubeconfig),
             "--namespace",
             NAMESPACE,
             "--settings-configmap",

@@ -25,10 +25,45 @@ def _rv(obj: Obj | None) -> str | None:
     return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
 
 
+def _label(obj: Obj, label: str) -> str | None:
+    value = ((obj.get("metadata") or {}).get("labels") or {}).get(label)
+    return value if isinstance(value, str) else None
+
+
 class Cache:
-    def __init__(self) -> None:
+    """``index_label``: keep an index by (namespace, value of that label), so ``labelled`` costs the
+    objects it returns rather than the whole cache (the controller indexes by the order label)."""
+
+    def __init__(self, index_label: str | None = None) -> None:
         self._lock = threading.Lock()
         self._objects: dict[Key, Obj] = {}
+        self._label = index_label
+        self._index: dict[Key, set[Key]] = {}
+
+    def _unindex(self, key: Key, obj: Obj | None) -> None:
+        if self._label is None or obj is None:
+            return
+        value = _label(obj, self._label)
+        if value is not None:
+            keys = self._index.get((key[0], value))
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._index[(key[0], value)]
+
+    def _reindex(self, key: Key, obj: Obj) -> None:
+        if self._label is None:
+            return
+        value = _label(obj, self._label)
+        if value is not None:
+            self._index.setdefault((key[0], value), set()).add(key)
+
+    def labelled(self, namespace: str, value: str) -> builtins.list[Obj]:
+        """Objects in ``namespace`` whose ``index_label`` is ``value`` (needs ``index_label``)."""
+        with self._lock:
+            if self._label is None:
+                raise ValueError("this cache keeps no label index")
+            return [self._objects[k] for k in sorted(self._index.get((namespace, value), ()))]
 
     def get(self, namespace: str | None, name: str) -> Obj | None:
         with self._lock:
@@ -53,8 +88,11 @@ class Cache:
                 if old is None:
                     return None
                 del self._objects[key]
+                self._unindex(key, old)
                 return ("DELETED", obj, old)
             self._objects[key] = obj
+            self._unindex(key, old)
+            self._reindex(key, obj)
         return ("ADDED" if old is None else "MODIFIED", obj, old)
 
     def replace(self, items: builtins.list[Obj]) -> builtins.list[Change]:
@@ -64,6 +102,9 @@ class Cache:
         with self._lock:
             old = self._objects
             self._objects = fresh
+            self._index = {}
+            for key, obj in fresh.items():
+                self._reindex(key, obj)
         changes: builtins.list[Change] = []
         for key, obj in fresh.items():
             before = old.get(key)

@@ -60,6 +60,7 @@ class Informer:
         min_backoff: float = 0.2,
         max_backoff: float = 30.0,
         page_size: int = 500,
+        index_label: str | None = None,
     ) -> None:
         self.api_client = api_client
         self.resource = resource
@@ -72,7 +73,7 @@ class Informer:
         self.min_backoff = min_backoff
         self.max_backoff = max_backoff
         self.page_size = page_size
-        self.cache = Cache()
+        self.cache = Cache(index_label)
         self.relists = 0  # how many times the informer listed (1 after the first sync)
         self.watches = 0  # how many watch connections it opened
         self._synced = threading.Event()
@@ -89,6 +90,10 @@ class Informer:
 
     def list(self, namespace: str | None = None) -> builtins.list[Obj]:
         return self.cache.list(namespace)
+
+    def labelled(self, namespace: str, value: str) -> builtins.list[Obj]:
+        """Objects in ``namespace`` whose index label is ``value`` (see ``Cache``)."""
+        return self.cache.labelled(namespace, value)
 
     @property
     def has_synced(self) -> bool:
