@@ -302,8 +302,14 @@ def start(
         ca_bundle=pki.ca_bundle(),
         prefix=prefix,
     )
-    wait_serving(bg, pki, webhook_port, webhook_paths(confs), health_port=health_port, timeout=timeout)
-    apply(yaml.safe_dump_all(confs))
+    try:
+        wait_serving(bg, pki, webhook_port, webhook_paths(confs), health_port=health_port, timeout=timeout)
+        apply(yaml.safe_dump_all(confs))
+    except BaseException:
+        procs.stop(PROCESS, state=state)  # no detached process outlives a failed start
+        if bg.process is not None:
+            bg.process.wait(timeout=30)
+        raise
     return Running(bg, webhook_port, health_port, confs)
 
 
