@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from hack import procs
+from hack import lws, procs
 from hack.cert_manager import crds_dir
 from shared import reasons
 from tests.cluster import launcher, pki
@@ -48,7 +48,7 @@ LOCAL_OVERLAY = ROOT / "deploy" / "overlays" / "local"
 WEBHOOKS = ROOT / "deploy" / "webhook" / "webhooks.yaml"
 OUR_CRDS = ("inferenceservices", "inferenceserviceclasses", "inferencerecipes")
 # Local process names, in start order; `down` stops them in reverse.
-PROCESSES = ("hub-mirror", "runtime-standin", "webhook", "controller")
+PROCESSES = ("hub-mirror", "runtime-standin", "webhook", "lws-controller", "controller")
 CONTROLLER_METRICS_PORT = 18080
 CONTROLLER_HEALTH_PORT = 18081
 HUB_MIRROR_LINE = r"HF mirror listening on (http://\S+)"
@@ -420,6 +420,7 @@ def up(demo: Demo) -> None:
     runtime = start_runtime(demo)
     configure(demo, runtime_address=runtime)
     start_webhook(demo)
+    lws.up(demo)  # LeaderWorkerSet: CRDs, controller, webhooks (hack/lws.py)
     start_controller(demo, hf_endpoint=hf_endpoint)
     demo.write("runtimeAddress", runtime)
     demo.write("hfEndpoint", hf_endpoint)
