@@ -1,4 +1,4 @@
-"""Write deploy/crds/*.yaml from the pydantic models (see shared/crdgen.py)."""
+"""Write deploy/crds/*.yaml from the pydantic models (see devtools/crdgen.py)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ LWS needs its webhooks: the pod webhook labels each pod (group index, worker ind
 injects ``LWS_LEADER_ADDRESS``, ``LWS_GROUP_SIZE`` and ``LWS_WORKER_INDEX``; the pod controller relies on
 those labels, and the LeaderWorkerSet webhook sets the defaults (``restartPolicy:
 RecreateGroupOnPodRestart``, rolling update, shared subdomain). So the manager runs with its webhooks,
-internal certificate management off, a serving pair from ``webhook.local_pki``, and the configurations
+internal certificate management off, a serving pair from ``devtools.local_pki``, and the configurations
 registered with a ``url`` client config (``https://127.0.0.1:<port>``) instead of a Service. One change
 to upstream's configurations: the pod webhooks get an ``objectSelector`` on the
 ``leaderworkerset.sigs.k8s.io/name`` label. LWS's pod webhook returns at once for pods without it, so the
@@ -47,9 +47,9 @@ from typing import Any, Protocol
 
 import yaml
 
+from devtools.local_pki import ServingPki, make_serving_pki
 from hack import procs
 from hack.cert_manager import CertManagerError, cache_root, download_module, pinned_version
-from webhook.local_pki import ServingPki, make_serving_pki
 
 MODULE = "sigs.k8s.io/lws"
 PACKAGE = "sigs.k8s.io/lws/cmd"

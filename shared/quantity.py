@@ -55,6 +55,11 @@ def parse_quantity(text: str | int | float) -> Decimal:
     return value
 
 
+def parse_bytes(text: str | int | float) -> int:
+    """A quantity of bytes, rounded up to a whole byte (the renderer sizes probes from volumes)."""
+    return math.ceil(parse_quantity(text))
+
+
 def parse_parameter_count(value: int | str) -> int:
     """``500M``, ``7B``, ``1.5T`` or an integer (or its string) as an integer parameter count."""
     if isinstance(value, bool):

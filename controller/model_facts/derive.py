@@ -35,12 +35,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from controller.facts import ModelFacts
-from controller.remote_code import needs_remote_code
 from controller.model_facts.config import config_int, context_length, torch_dtype
 from controller.model_facts.errors import ModelFactsError
 from controller.model_facts.gguf import GGUF_ARCHITECTURES, config_from_gguf, gguf_quantization, pick_gguf
 from controller.model_facts.parameters import TensorMeta, dtype_counts, parameter_count
 from controller.model_facts.quantization import quantization
+from controller.remote_code import needs_remote_code
 from shared.api.enums import EndpointType, ModelFormat
 
 ST_FILES = frozenset({"modules.json", "config_sentence_transformers.json"})

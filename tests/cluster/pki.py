@@ -1,4 +1,4 @@
-"""The local control plane's certificates, written to files and reused when present (shared.pki makes them)."""
+"""The local control plane's certificates, written to files and reused when present (devtools.pki makes them)."""
 
 from __future__ import annotations
 
