@@ -35,7 +35,9 @@ def key_of(repo: str, commit: str) -> str:
     return f"{names.short_hash(f'{FORMAT}:{repo}@{commit}', 24)}.json"
 
 
-class FactsStore:
+class ConfigMapFactsStore:
+    """The ``controller.factcache.FactsStore`` the controller gives its ``HubClient``."""
+
     def __init__(self, api: Any, namespace: str) -> None:
         self._api = api
         self._namespace = namespace
@@ -43,7 +45,7 @@ class FactsStore:
         self._memory: dict[str, ModelFacts] = {}
         self._loaded = False
 
-    def get(self, repo: str, commit: str) -> ModelFacts | None:
+    def get(self, repo: str, commit: str, /) -> ModelFacts | None:
         key = key_of(repo, commit)
         with self._lock:
             hit = self._memory.get(key)
@@ -71,11 +73,9 @@ class FactsStore:
             self._memory.update(found)
             self._loaded = True
 
-    def put(self, facts: ModelFacts) -> None:
+    def put(self, repo: str, commit: str, facts: ModelFacts, /) -> None:
         """Record the facts of a resolved commit; best effort (the Hub can answer again)."""
-        if not facts.revision:
-            return
-        key = key_of(facts.name, facts.revision)
+        key = key_of(repo, commit)
         with self._lock:
             if key in self._memory:
                 return
@@ -89,9 +89,9 @@ class FactsStore:
             except kerr.AlreadyExists:
                 self._patch(data)
             except kerr.KubeError as e:
-                log.warning("facts of %s@%s not recorded: %s", facts.name, facts.revision, e)
+                log.warning("facts of %s@%s not recorded: %s", repo, commit, e)
         except kerr.KubeError as e:
-            log.warning("facts of %s@%s not recorded: %s", facts.name, facts.revision, e)
+            log.warning("facts of %s@%s not recorded: %s", repo, commit, e)
 
     def _patch(self, data: dict[str, str]) -> None:
         request(
