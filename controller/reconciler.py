@@ -76,7 +76,7 @@ class Reconciler:
         if not done.applied or (planned.outcome is not None and not planned.outcome.ok):
             ledger.release(key)
         elif s.claims_allocated and planned.outcome is None:
-            ledger.settle(key, own_claim_names(s.pods))
+            ledger.settle(key)
         if intents.waiting:
             ledger.mark_exhausted(key)
         else:

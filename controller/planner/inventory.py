@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from controller.planner.fleet_index import index_of
 from controller.planner.selectors import SelectorCache
 from shared.cel import CelError, DeviceView, Selector, Semver, compile_selector, device_view
 from shared.quantity import QuantityError, parse_quantity
@@ -59,6 +58,41 @@ class Device:
 
 
 @dataclass(frozen=True)
+class DeviceIndex:
+    """Lookups over one fleet of devices, built once per fleet (the ledger keeps one per version).
+
+    ``busy`` reads only the taken devices and their relatives through it, instead of scanning the
+    whole fleet for every plan.
+    """
+
+    by_key: Mapping[DeviceKey, Device]
+    children: Mapping[str, tuple[DeviceKey, ...]]  # a uuid -> the devices naming it as parentUUID
+    by_uuid: Mapping[str, tuple[DeviceKey, ...]]
+    counted: tuple[Device, ...]  # the devices that consume shared counters
+
+
+def index_devices(devices: Iterable[Device]) -> DeviceIndex:
+    by_key: dict[DeviceKey, Device] = {}
+    children: dict[str, list[DeviceKey]] = {}
+    by_uuid: dict[str, list[DeviceKey]] = {}
+    counted: list[Device] = []
+    for d in devices:
+        by_key[d.key] = d
+        if d.parent_uuid is not None:
+            children.setdefault(d.parent_uuid, []).append(d.key)
+        if d.uuid is not None:
+            by_uuid.setdefault(d.uuid, []).append(d.key)
+        if d.consumes:
+            counted.append(d)
+    return DeviceIndex(
+        by_key=by_key,
+        children={k: tuple(v) for k, v in children.items()},
+        by_uuid={k: tuple(v) for k, v in by_uuid.items()},
+        counted=tuple(counted),
+    )
+
+
+@dataclass(frozen=True)
 class Inventory:
     """Every device, the device classes that exist, and what is allocated now.
 
@@ -73,23 +107,34 @@ class Inventory:
     consumed: Mapping[DeviceKey, int] = field(default_factory=dict)  # memory consumed on shared devices
     held: frozenset[DeviceKey] = frozenset()  # allocated to the order's own claims
     counters: Mapping[tuple[str, str, str, str], Decimal] = field(default_factory=dict)  # left per counter
+    # Lookups over ``devices``; must describe exactly ``devices`` (built on first use when None).
+    index: DeviceIndex | None = field(default=None, compare=False, repr=False)
+
+    def device_index(self) -> DeviceIndex:
+        if self.index is None:
+            object.__setattr__(self, "index", index_devices(self.devices))
+        assert self.index is not None
+        return self.index
 
     def busy(self) -> frozenset[DeviceKey]:
         """Devices that cannot be taken whole: allocated, held, partly consumed, or a relative is.
 
-        In time proportional to what is taken, not to the fleet (``fleet_index``)."""
+        In proportion to what is taken (and the devices with shared counters), not to the fleet.
+        """
         taken = self.allocated | self.held | frozenset(k for k, v in self.consumed.items() if v > 0)
-        index = index_of(self.devices)
+        index = self.device_index()
         blocked = set(taken)
         for k in taken:
             d = index.by_key.get(k)
             if d is None:
                 continue
-            if d.uuid:
-                blocked.update(index.children.get(d.uuid, ()))
-            if d.parent_uuid:
-                blocked.update(index.with_uuid.get(d.parent_uuid, ()))
-        blocked.update(d.key for d in index.with_counters if not self._counters_left(d))
+            if d.uuid is not None:
+                blocked.update(index.children.get(d.uuid, ()))  # MIG devices of a taken GPU
+            if d.parent_uuid is not None:
+                blocked.update(index.by_uuid.get(d.parent_uuid, ()))  # the GPU of a taken MIG device
+        for d in index.counted:
+            if not self._counters_left(d):
+                blocked.add(d.key)
         return frozenset(blocked)
 
     def _counters_left(self, device: Device) -> bool:
@@ -114,7 +159,7 @@ class Inventory:
                 consumed[k] = consumed.get(k, 0) + memory
             return replace(self, consumed=consumed)
         counters = dict(self.counters)
-        by_key = {d.key: d for d in self.devices}
+        by_key = self.device_index().by_key
         for k in keys:
             device = by_key.get(k)
             for counter_set, counter, amount in device.consumes if device else ():

@@ -14,8 +14,9 @@ the reservation of an order from the plan it has in force, never from memory alo
 
 Updates are incremental: a ResourceSlice or claim event costs time in proportion to that object.
 A slice that cannot be read is skipped and reported (``unreadable``), never fatal for the fleet.
-``epoch`` grows whenever capacity grows (a device added, an allocation or reservation released),
-so an order that found nothing knows when trying again can help.
+``epoch`` grows whenever capacity grows (a device published that was not there before, an
+allocation or reservation released), so an order that found nothing knows when trying again can
+help.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ from typing import Any
 
 from controller.planner.inventory import (
     Device,
+    DeviceIndex,
     DeviceKey,
     Inventory,
     classify,
+    index_devices,
     parse_device_class,
     parse_slice,
 )
@@ -82,7 +85,8 @@ class Ledger:
         self._exhausted: dict[OrderKey, int] = {}
         self._epoch = 0
         self._devices: tuple[Device, ...] | None = None  # the sorted fleet, rebuilt only on slice change
-        self._shared: frozenset[DeviceKey] | None = None  # its multiple-allocation devices
+        self._device_index: DeviceIndex | None = None  # lookups over the fleet, same lifetime
+        self._all_counters: dict[CounterKey, Decimal] | None = None  # every slice's, same lifetime
 
     # ------------------------------------------------------------------ informer feed
 
@@ -105,7 +109,7 @@ class Ledger:
     def on_slice(self, obj: Obj, *, deleted: bool = False) -> None:
         name = str(obj.get("metadata", {}).get("name", ""))
         with self._lock:
-            before = len(self._slices.devices.get(name, ()))
+            before = {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())}
             self._slices.devices.pop(name, None)
             self._slices.counters.pop(name, None)
             self._slices.unreadable.pop(name, None)
@@ -118,16 +122,17 @@ class Ledger:
                     self._slices.devices[name] = devices
                     self._slices.counters[name] = counters
             self._devices = None
-            self._shared = None
-            if len(self._slices.devices.get(name, ())) > before:
-                self._epoch += 1
+            self._device_index = None
+            self._all_counters = None
+            if {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())} - before:
+                self._epoch += 1  # a device, or more memory on one, that was not there before
 
     def on_claim(self, obj: Obj, *, deleted: bool = False) -> bool:
         """Record a claim's allocation. Returns whether capacity was freed (waiting orders may fit)."""
         meta = obj.get("metadata", {})
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-        use = Use() if deleted else _claim_use(obj, self._shared_devices())
         with self._lock:
+            use = Use() if deleted else _claim_use(obj, self._index().by_key)
             before = self._claims.get(key, Use())
             if use.keys:
                 self._claims[key] = use
@@ -175,20 +180,20 @@ class Ledger:
                 return
             self._reserve(order, plan_hash, pick(self._view(order, frozenset())))
 
-    def settle(self, order: OrderKey, own_claims: Iterable[str] = ()) -> None:
+    def settle(self, order: OrderKey) -> None:
         """The order's claims are allocated: the allocation now stands for the reservation.
 
         The scheduler may have allocated other devices than the ones reserved (a plan names a
-        product, not a device): those reserved and not allocated are free again, so capacity grew.
+        product, not a device): reserved devices that no claim holds are free again, so capacity grew.
         """
         with self._lock:
             old = self._reservations.pop(order, None)
             if old is None:
                 return
-            allocated: set[DeviceKey] = set()
-            for name in own_claims:
-                allocated |= self._claims.get((order[0], name), Use()).keys
-            if old.use.keys - allocated:
+            claimed: set[DeviceKey] = set()
+            for use in self._claims.values():
+                claimed |= use.keys
+            if old.use.keys - claimed:
                 self._epoch += 1
 
     def release(self, order: OrderKey) -> None:
@@ -223,13 +228,26 @@ class Ledger:
             return dict(self._slices.unreadable)
 
     def over_committed(self) -> list[DeviceKey]:
-        """Devices taken whole by two claims or reservations at once (must always be empty)."""
+        """Devices booked twice (must always be empty): taken whole by two claims, by two
+        reservations, or by a reservation and another order's claim. A reservation overlapping the
+        order's own claim is not counted: between its allocation and ``settle`` the two stand for
+        the same place (the order's claims are named after its pods, ``<order>-...``)."""
         with self._lock:
-            seen: dict[DeviceKey, int] = {}
-            for use in [*self._claims.values(), *(r.use for r in self._reservations.values())]:
-                for k in use.whole:
-                    seen[k] = seen.get(k, 0) + 1
-            return sorted(k for k, n in seen.items() if n > 1)
+            out: set[DeviceKey] = set()
+            seen: dict[DeviceKey, tuple[str, str]] = {}
+            for (ns, name), use in self._claims.items():
+                out.update(k for k in use.whole if k in seen)
+                seen.update(dict.fromkeys(use.whole, (ns, name)))
+            booked: set[DeviceKey] = set()
+            for (ns, order), reservation in self._reservations.items():
+                for k in reservation.use.whole:
+                    if k in booked:
+                        out.add(k)
+                    booked.add(k)
+                    claim = seen.get(k)
+                    if claim is not None and not (claim[0] == ns and claim[1].startswith(f"{order}-")):
+                        out.add(k)
+            return sorted(out)
 
     def device_count(self) -> int:
         with self._lock:
@@ -251,11 +269,11 @@ class Ledger:
             self._devices = tuple(devices)
         return self._devices
 
-    def _shared_devices(self) -> frozenset[DeviceKey]:
-        with self._lock:
-            if self._shared is None:
-                self._shared = frozenset(d.key for d in self._fleet() if d.multiple_allocations)
-            return self._shared
+    def _index(self) -> DeviceIndex:
+        """Lookups over the fleet, rebuilt only when a slice changes; shared by every view."""
+        if self._device_index is None:
+            self._device_index = index_devices(self._fleet())
+        return self._device_index
 
     def _reclassify(self) -> None:
         """A DeviceClass changed: every device's class membership is computed again (rare)."""
@@ -264,7 +282,7 @@ class Ledger:
                 classify(d, self._classes, self._class_errors) for d in devices
             )
         self._devices = None
-        self._shared = None
+        self._device_index = None
         self._epoch += 1
 
     def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
@@ -272,11 +290,11 @@ class Ledger:
         allocated: set[DeviceKey] = set()
         held: set[DeviceKey] = set()
         consumed: dict[DeviceKey, int] = {}
-        counters: dict[CounterKey, Decimal] = {}
-        for c in self._slices.counters.values():
-            counters.update(c)
+        if self._all_counters is None:
+            self._all_counters = {k: v for c in self._slices.counters.values() for k, v in c.items()}
+        counters = dict(self._all_counters)
         fleet = self._fleet()
-        by_key = {d.key: d for d in fleet} if counters else {}
+        by_key = self._index().by_key
 
         def take(use: Use) -> None:
             for k in use.whole:
@@ -305,10 +323,14 @@ class Ledger:
             consumed=consumed,
             held=frozenset(held),
             counters=counters,
+            index=self._index(),
         )
 
 
-def _claim_use(claim: Obj, shared: frozenset[DeviceKey]) -> Use:
+def _claim_use(claim: Obj, known: Mapping[DeviceKey, Device]) -> Use:
+    """What an allocated claim takes. A result that consumed ``memory`` is a share of a
+    multiple-allocation device (only such devices record consumed capacity), unless the device is
+    known to be exclusive: the claim may arrive before the slice that publishes its device."""
     results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
         "results"
     ) or []
@@ -317,7 +339,8 @@ def _claim_use(claim: Obj, shared: frozenset[DeviceKey]) -> Use:
     for r in results:
         key = (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
         consumed = r.get("consumedCapacity") or {}
-        if key in shared and "memory" in consumed:
+        device = known.get(key)
+        if "memory" in consumed and (device is None or device.multiple_allocations):
             parts.append((key, math.ceil(parse_quantity(consumed["memory"]))))
         else:
             whole.add(key)
@@ -334,4 +357,4 @@ def use_of(allocation: Iterable[DeviceKey], shared_bytes: int | None) -> Use:
 
 def with_devices(inventory: Inventory, devices: Iterable[Device]) -> Inventory:
     """The same allocations over another set of devices (for tests and the benchmark)."""
-    return replace(inventory, devices=tuple(devices))
+    return replace(inventory, devices=tuple(devices), index=None)

@@ -324,8 +324,8 @@ def _q(text: str) -> str:
 def _mig_share(inv: Inventory, device: Device) -> int:
     """The MIG device's share of its GPU: by memory when the parent is published, else by the
     profile's compute slices (``3g.20gb`` is 3 of the 7 slices of an A100 or H100)."""
-    index = index_of(inv.devices)
-    keys = index.with_uuid.get(device.parent_uuid, ()) if device.parent_uuid else ()
+    index = inv.device_index()
+    keys = index.by_uuid.get(device.parent_uuid, ()) if device.parent_uuid else ()
     parent = index.by_key[keys[0]] if keys else None
     if parent is not None and parent.memory_bytes > 0:
         return max(1, min(100, round(device.memory_bytes * 100 / parent.memory_bytes)))

@@ -41,7 +41,7 @@ def plane_env() -> dict[str, str]:
 
 def run_bench(env: dict[str, str]) -> dict[str, Any]:
     argv = [sys.executable, "-m", "bench.scale", "--nodes", str(NODES), "--orders", str(ORDERS)]
-    argv += ["--steady", "20", "--timeout", "600"]
+    argv += ["--steady", "20", "--timeout", "600", "--workers", "16"]
     res = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200, check=False)
     log = pathlib.Path(env["INFERENCE_CLUSTER_DIR"]) / "bench-scale.out"
     log.parent.mkdir(parents=True, exist_ok=True)

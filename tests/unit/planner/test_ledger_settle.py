@@ -48,7 +48,7 @@ def test_settling_on_other_devices_than_reserved_frees_the_reserved_ones() -> No
     reserve(led, h100(0))
     led.on_claim(claim("chat-gpu-abc", h100(5)))
     before = led.epoch
-    led.settle(ORDER, ["chat-gpu-abc"])
+    led.settle(ORDER)
     assert led.epoch == before + 1
     assert led.reserved(ORDER) is None
     assert h100(0) not in led.view(("other", "o")).allocated
@@ -59,7 +59,7 @@ def test_settling_on_the_reserved_devices_frees_nothing() -> None:
     reserve(led, h100(0))
     led.on_claim(claim("chat-gpu-abc", h100(0)))
     before = led.epoch
-    led.settle(ORDER, ["chat-gpu-abc"])
+    led.settle(ORDER)
     assert led.epoch == before
     assert led.reserved(ORDER) is None
 
@@ -67,5 +67,5 @@ def test_settling_on_the_reserved_devices_frees_nothing() -> None:
 def test_settling_without_a_reservation_changes_nothing() -> None:
     led = ledger()
     before = led.epoch
-    led.settle(ORDER, ["chat-gpu-abc"])
+    led.settle(ORDER)
     assert led.epoch == before
