@@ -35,6 +35,8 @@ class ModelFacts(BaseModel):
     head_dim: int | None = None
     hidden_size: int | None = None
     weights_bytes: int | None = None  # sum of the weight files' sizes, when the source says
+    files: dict[str, int | None] = {}  # the files the runtime loads (model_facts.files), name -> size
+    source_uri: str | None = None  # where the fetcher downloads from: hf://org/repo (catalog models)
     gated: bool = False
     requires_remote_code: bool = False  # `auto_map` to repo code for a model type nothing built in knows
 
