@@ -6,6 +6,8 @@ and the planner. Pure data.
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict
 
 from shared.api.enums import EndpointType, ModelFormat, ModelSource
@@ -48,3 +50,15 @@ class ModelFacts(BaseModel):
         if self.quantization_bits and self.quantization not in ("fp8",):
             return f"{self.quantization}-{self.quantization_bits}bit"
         return self.quantization
+
+
+HF_SCHEME = "hf://"
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def hub_repo(uri: str | None) -> str | None:
+    """``org/repo`` of an ``hf://org/repo`` location; None for anything else (``s3://``...)."""
+    if not uri or not uri.startswith(HF_SCHEME):
+        return None
+    repo = uri.removeprefix(HF_SCHEME).strip("/")
+    return repo if _REPO_ID.match(repo) else None

@@ -28,7 +28,7 @@ from shared import names
 
 log = logging.getLogger(__name__)
 NAME = "inference-model-facts"
-FORMAT = 2  # 2: requires_remote_code
+FORMAT = 3  # 2: requires_remote_code; 3: files (the selection the fetcher downloads), source_uri
 
 
 def key_of(repo: str, commit: str) -> str:
