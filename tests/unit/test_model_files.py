@@ -60,7 +60,7 @@ def test_the_selection_holds_the_weights_configs_and_tokenizer_and_no_duplicate(
     facts, repo = FACTS[rid], REPOS[rid]
     chosen = set(facts.files)
     assert chosen <= set(repo.files)
-    assert not [n for n in chosen if n.startswith("original/") or n.startswith("consolidated")]
+    assert not [n for n in chosen if n.startswith(("original/", "consolidated"))]
     assert not [n for n in chosen if n.endswith(DUPLICATES)]
     weights = [n for n in chosen if n.endswith((".safetensors", ".gguf"))]
     assert weights and sum(repo.files[n].size for n in weights) == facts.weights_bytes
