@@ -17,11 +17,14 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.planner.selectors import SelectorCache
 from shared.cel import CelError, DeviceView, Selector, Semver, compile_selector, device_view
 from shared.quantity import QuantityError, parse_quantity
+
+if TYPE_CHECKING:
+    from controller.planner.fleet import FleetGroups
 
 DeviceKey = tuple[str, str, str]  # (driver, pool, device name): how allocation results name a device
 
@@ -109,6 +112,9 @@ class Inventory:
     counters: Mapping[tuple[str, str, str, str], Decimal] = field(default_factory=dict)  # left per counter
     # Lookups over ``devices``; must describe exactly ``devices`` (built on first use when None).
     index: DeviceIndex | None = field(default=None, compare=False, repr=False)
+    # The devices grouped for the search (``fleet.fleet_groups``), valid while its version is this.
+    groups: FleetGroups | None = field(default=None, compare=False, repr=False)
+    groups_version: int = field(default=-1, compare=False, repr=False)
 
     def device_index(self) -> DeviceIndex:
         if self.index is None:

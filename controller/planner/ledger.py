@@ -333,4 +333,4 @@ def use_of(allocation: Iterable[DeviceKey], shared_bytes: int | None) -> Use:
 
 def with_devices(inventory: Inventory, devices: Iterable[Device]) -> Inventory:
     """The same allocations over another set of devices (for tests and the benchmark)."""
-    return replace(inventory, devices=tuple(devices), index=None)
+    return replace(inventory, devices=tuple(devices), index=None, groups=None)
