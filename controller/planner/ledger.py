@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from controller.planner.fleet import FleetGroups, device_order
 from controller.planner.inventory import (
     Device,
     DeviceIndex,
@@ -87,6 +88,7 @@ class Ledger:
         self._devices: tuple[Device, ...] | None = None  # the sorted fleet, rebuilt only on slice change
         self._device_index: DeviceIndex | None = None  # lookups over the fleet, same lifetime
         self._all_counters: dict[CounterKey, Decimal] | None = None  # every slice's, same lifetime
+        self._groups = FleetGroups()  # the fleet grouped for the search, changed with each slice
 
     # ------------------------------------------------------------------ informer feed
 
@@ -110,6 +112,8 @@ class Ledger:
         name = str(obj.get("metadata", {}).get("name", ""))
         with self._lock:
             before = {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())}
+            for d in self._slices.devices.get(name, ()):
+                self._groups.remove(d)
             self._slices.devices.pop(name, None)
             self._slices.counters.pop(name, None)
             self._slices.unreadable.pop(name, None)
@@ -120,6 +124,8 @@ class Ledger:
                 else:
                     devices, counters = parsed
                     self._slices.devices[name] = devices
+                    for d in devices:
+                        self._groups.add(d, device_order(d))
                     self._slices.counters[name] = counters
             self._devices = None
             self._device_index = None
@@ -259,6 +265,9 @@ class Ledger:
             )
         self._devices = None
         self._device_index = None
+        self._groups = FleetGroups()
+        for d in self._fleet():
+            self._groups.add(d, device_order(d))
         self._epoch += 1
 
     def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
@@ -300,6 +309,8 @@ class Ledger:
             held=frozenset(held),
             counters=counters,
             index=self._index(),
+            groups=self._groups,
+            groups_version=self._groups.version,
         )
 
 
