@@ -68,23 +68,28 @@ class FleetGroups:
         if found is not None:
             self._views.move_to_end(key)
             return found[1]
-        view = ClassGroups()
-        for device, order in base.members.values():
-            _admit(view, selector, device, order)
+        view = base.filtered(lambda device: _judge(selector, device))
         self._views[key] = (selector, view)
         if len(self._views) > MAX_VIEWS:
             self._views.popitem(last=False)
         return view
 
 
-def _admit(view: ClassGroups, selector: Selector, device: Device, order: Order) -> None:
+def _judge(selector: Selector, device: Device) -> str | bool:
+    """Whether the device passes the class selector, or the message when the selector fails on it."""
     try:
-        matches = _SELECTORS.matches(selector, device.view)
+        return _SELECTORS.matches(selector, device.view)
     except CelError as e:
+        return f"`spec.placement.selector` of the class fails on {device.label}: {e}."
+
+
+def _admit(view: ClassGroups, selector: Selector, device: Device, order: Order) -> None:
+    verdict = _judge(selector, device)
+    if isinstance(verdict, str):
         view.remove(device.key)
-        view.fail(device, order, f"`spec.placement.selector` of the class fails on {device.label}: {e}.")
+        view.fail(device, order, verdict)
         return
-    if matches:
+    if verdict:
         view.add(device, order)
     else:
         view.remove(device.key)

@@ -17,6 +17,7 @@ of today's candidate sort (see ``search``).
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -111,6 +112,34 @@ class ClassGroups:
                 (product, mem, cap, sharing_strategy(device)),
                 (device.node, device.name, order, key),
             )
+
+    def filtered(self, judge: Callable[[Device], str | bool]) -> ClassGroups:
+        """The groups of the devices ``judge`` accepts (True); a string is why it failed on one.
+
+        Built from these groups in their order, without sorting again."""
+        verdicts = {k: judge(d) for k, (d, _) in self.members.items()}
+        out = ClassGroups(members={k: m for k, m in self.members.items() if verdicts[k] is True})
+        out.errors = {k: (self.members[k][1], v) for k, v in verdicts.items() if isinstance(v, str)}
+        for gk, group in self.exclusive.items():
+            kept = ExclusiveGroup()
+            for node, entries in group.nodes.items():
+                chosen = [e for e in entries if verdicts[e[3]] is True]
+                if chosen:
+                    kept.nodes[node] = chosen
+                    kept.size += len(chosen)
+            if kept.size:
+                for node in sorted(kept.nodes):
+                    k = 1
+                    while k <= len(kept.nodes[node]):
+                        kept.at_least.setdefault(k, []).append(node)
+                        k *= 2
+                out.exclusive[gk] = kept
+        for source, target in ((self.mig, out.mig), (self.shared, out.shared)):
+            for key, entries in source.items():
+                chosen = [e for e in entries if verdicts[e[3]] is True]
+                if chosen:
+                    target[key] = chosen  # type: ignore[index]
+        return out
 
     def fail(self, device: Device, order: Order, message: str) -> None:
         """The class selector failed on ``device``: remembered, the device is not a member."""

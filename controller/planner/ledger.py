@@ -28,17 +28,15 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from controller.planner.fleet import FleetGroups, device_order
 from controller.planner.inventory import (
     Device,
-    DeviceIndex,
     DeviceKey,
     Inventory,
     classify,
-    index_devices,
     parse_device_class,
     parse_slice,
 )
+from controller.planner.roster import Fleet
 from shared.cel import Selector
 from shared.quantity import parse_quantity
 
@@ -85,10 +83,8 @@ class Ledger:
         self._reservations: dict[OrderKey, Reservation] = {}
         self._exhausted: dict[OrderKey, int] = {}
         self._epoch = 0
-        self._devices: tuple[Device, ...] | None = None  # the sorted fleet, rebuilt only on slice change
-        self._device_index: DeviceIndex | None = None  # lookups over the fleet, same lifetime
+        self._fleet = Fleet()  # devices in order, their index and groups, changed with each slice
         self._all_counters: dict[CounterKey, Decimal] | None = None  # every slice's, same lifetime
-        self._groups = FleetGroups()  # the fleet grouped for the search, changed with each slice
 
     # ------------------------------------------------------------------ informer feed
 
@@ -113,7 +109,7 @@ class Ledger:
         with self._lock:
             before = {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())}
             for d in self._slices.devices.get(name, ()):
-                self._groups.remove(d)
+                self._fleet.remove(d)
             self._slices.devices.pop(name, None)
             self._slices.counters.pop(name, None)
             self._slices.unreadable.pop(name, None)
@@ -125,10 +121,8 @@ class Ledger:
                     devices, counters = parsed
                     self._slices.devices[name] = devices
                     for d in devices:
-                        self._groups.add(d, device_order(d))
+                        self._fleet.add(d)
                     self._slices.counters[name] = counters
-            self._devices = None
-            self._device_index = None
             self._all_counters = None
             if {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())} - before:
                 self._epoch += 1  # a device, or more memory on one, that was not there before
@@ -138,7 +132,7 @@ class Ledger:
         meta = obj.get("metadata", {})
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         with self._lock:
-            use = Use() if deleted else _claim_use(obj, self._index().by_key)
+            use = Use() if deleted else _claim_use(obj, self._fleet.roster.index().by_key)
             before = self._claims.get(key, Use())
             if use.keys:
                 self._claims[key] = use
@@ -233,7 +227,7 @@ class Ledger:
 
     def device_count(self) -> int:
         with self._lock:
-            return len(self._fleet())
+            return len(self._fleet.roster.devices())
 
     # ------------------------------------------------------------------ internals
 
@@ -244,30 +238,13 @@ class Ledger:
         if old is not None and old.use.keys - use.keys:
             self._epoch += 1
 
-    def _fleet(self) -> tuple[Device, ...]:
-        if self._devices is None:
-            devices = [d for ds in self._slices.devices.values() for d in ds]
-            devices.sort(key=lambda d: (d.node, d.key))
-            self._devices = tuple(devices)
-        return self._devices
-
-    def _index(self) -> DeviceIndex:
-        """Lookups over the fleet, rebuilt only when a slice changes; shared by every view."""
-        if self._device_index is None:
-            self._device_index = index_devices(self._fleet())
-        return self._device_index
-
     def _reclassify(self) -> None:
         """A DeviceClass changed: every device's class membership is computed again (rare)."""
         for name, devices in list(self._slices.devices.items()):
             self._slices.devices[name] = tuple(
                 classify(d, self._classes, self._class_errors) for d in devices
             )
-        self._devices = None
-        self._device_index = None
-        self._groups = FleetGroups()
-        for d in self._fleet():
-            self._groups.add(d, device_order(d))
+        self._fleet = Fleet(tuple(d for ds in self._slices.devices.values() for d in ds))
         self._epoch += 1
 
     def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
@@ -278,8 +255,8 @@ class Ledger:
         if self._all_counters is None:
             self._all_counters = {k: v for c in self._slices.counters.values() for k, v in c.items()}
         counters = dict(self._all_counters)
-        fleet = self._fleet()
-        by_key = self._index().by_key
+        roster = self._fleet.roster
+        by_key = roster.index().by_key
 
         def take(use: Use) -> None:
             for k in use.whole:
@@ -301,16 +278,16 @@ class Ledger:
             if other != order:
                 take(reservation.use)
         return Inventory(
-            devices=fleet,
+            devices=roster.devices(),
             device_classes=frozenset(self._classes),
             device_class_errors=dict(self._class_errors),
             allocated=frozenset(allocated),
             consumed=consumed,
             held=frozenset(held),
             counters=counters,
-            index=self._index(),
-            groups=self._groups,
-            groups_version=self._groups.version,
+            index=roster.index(),
+            groups=self._fleet.groups,
+            groups_version=self._fleet.groups.version,
         )
 
 
