@@ -12,6 +12,7 @@ as events in random order, some slices published twice or deleted and published 
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
@@ -190,10 +191,8 @@ def _warm() -> None:
     view = device_view(DRIVER, {"name": "x", "attributes": {"index": {"int": 1}}})
     for selector in SELECTORS:
         if selector is not None:
-            try:
+            with contextlib.suppress(CelError):
                 compile_selector(selector).matches(view)
-            except CelError:
-                pass
 
 
 _warm()
