@@ -24,6 +24,15 @@ from shared.api.order import Constraints, Endpoint, ResolvedModel
 from shared.conditions import Verdict, false, true, unknown
 
 APPLIED_HASH = "ai.deckhouse.io/applied-hash"
+# Model reasons whose cause is outside the cluster's watches: looked at again after these seconds.
+# The user's Hub token Secret is read by name, never watched (only the order's own Secrets are
+# cached), so a Secret created or fixed later is seen within seconds.
+_LOOK_AGAIN = {
+    r.MODEL_SOURCE_UNAVAILABLE: 10.0,
+    r.AUTH_SECRET_NOT_FOUND: 5.0,
+    r.MODEL_ACCESS_DENIED: 30.0,
+    r.MODEL_NOT_FOUND: 60.0,
+}
 Obj = dict[str, object]
 
 
@@ -89,8 +98,9 @@ def decide(s: Snapshot, p: Planning) -> Intents:
             revision=m.facts.revision,
         )
     if not m.verdict.ok or m.facts is None or m.endpoint_type is None:
-        if m.verdict.reason == r.MODEL_SOURCE_UNAVAILABLE:
-            d.again(10.0)
+        wait = _LOOK_AGAIN.get(m.verdict.reason)
+        if wait is not None:
+            d.again(wait)
         if serving:
             _serve_through(s, d, r.MODEL_RESOLVED, m.verdict)
         return d.done()

@@ -217,13 +217,26 @@ class Ledger:
             return dict(self._slices.unreadable)
 
     def over_committed(self) -> list[DeviceKey]:
-        """Devices taken whole by two claims or reservations at once (must always be empty)."""
+        """Devices booked twice (must always be empty): taken whole by two claims, by two
+        reservations, or by a reservation and another order's claim. A reservation overlapping the
+        order's own claim is not counted: between its allocation and ``settle`` the two stand for
+        the same place (the order's claims are named after its pods, ``<order>-...``)."""
         with self._lock:
-            seen: dict[DeviceKey, int] = {}
-            for use in [*self._claims.values(), *(r.use for r in self._reservations.values())]:
-                for k in use.whole:
-                    seen[k] = seen.get(k, 0) + 1
-            return sorted(k for k, n in seen.items() if n > 1)
+            out: set[DeviceKey] = set()
+            seen: dict[DeviceKey, tuple[str, str]] = {}
+            for (ns, name), use in self._claims.items():
+                out.update(k for k in use.whole if k in seen)
+                seen.update(dict.fromkeys(use.whole, (ns, name)))
+            booked: set[DeviceKey] = set()
+            for (ns, order), reservation in self._reservations.items():
+                for k in reservation.use.whole:
+                    if k in booked:
+                        out.add(k)
+                    booked.add(k)
+                    claim = seen.get(k)
+                    if claim is not None and not (claim[0] == ns and claim[1].startswith(f"{order}-")):
+                        out.add(k)
+            return sorted(out)
 
     def device_count(self) -> int:
         with self._lock:

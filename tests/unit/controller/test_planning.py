@@ -219,3 +219,11 @@ def test_a_kept_launch_plan_in_force_keeps_its_message_until_something_changes()
         "Planned said LaunchPlanInForce.",
     )
     assert not pv.render, "a kept plan is left exactly as it is"
+
+
+def test_a_serving_order_whose_edit_did_not_fit_tries_it_again_when_capacity_grows_uncounted() -> None:
+    s = _exhausted(Capacity(epoch=6, exhausted_since=5), runs=True, reason=r.LAUNCH_PLAN_IN_FORCE)
+    d = plan_decision(s)
+    assert (d.compute, d.count, d.trigger) == (True, False, "capacity change")
+    same = _exhausted(Capacity(epoch=5, exhausted_since=5), runs=True, reason=r.LAUNCH_PLAN_IN_FORCE)
+    assert not plan_decision(same).compute

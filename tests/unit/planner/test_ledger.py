@@ -539,3 +539,12 @@ def test_a_slice_that_publishes_other_devices_in_place_of_old_ones_moves_the_epo
     e = ledger.epoch
     ledger.on_slice(large)  # the same devices again
     assert ledger.epoch == e
+
+
+def test_a_reservation_overlapping_the_orders_own_allocated_claim_is_not_over_commit() -> None:
+    ledger = ledger_of([h100_node()])
+    ledger.take(("ns", "b"), [], fixed([key("h100-0")]))
+    ledger.on_claim(make_claim("b-7d9f-x2-gpu-abc", "ns", [key("h100-0")]))  # b's own pod's claim
+    assert ledger.over_committed() == []
+    ledger.on_claim(make_claim("other-5c-gpu-q", "ns", [key("h100-0")]))
+    assert ledger.over_committed() == [key("h100-0")]
