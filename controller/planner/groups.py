@@ -8,7 +8,7 @@ never per order, and each change costs time in proportion to the devices changed
   the nodes (sorted by name) that have at least ``k`` of them.
 - MIG: MIG devices by (memory, product, compute capability), sorted by (node, name).
 - TimeSlicing / MPS: multiple-allocation devices by (product, memory, compute capability, the
-  driver's ``sharingStrategy``), sorted by (node, name).
+  driver's ``sharingStrategy``, the driver), sorted by (node, name).
 
 Every device carries an ``Order``: its place in the inventory's device order, the last tie-break
 of today's candidate sort (see ``search``).
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 Order = tuple[str, str, str, str, int]  # (node, driver, pool, name, 0) or ("", "", "", "", position)
 ExclusiveKey = tuple[str, int, Semver | None]  # product, memory, compute capability
 MigKey = tuple[int, str, Semver | None]  # memory, product, compute capability
-SharedKey = tuple[str, int, Semver | None, str | None]  # ... and the lowercased sharing strategy
+SharedKey = tuple[str, int, Semver | None, str | None, str]  # ... the sharing strategy (lowercased), driver
 Entry = tuple[str, str, Order, "DeviceKey"]  # (node, name, order, key) or (name, "", order, key)
 K = TypeVar("K")
 
@@ -90,7 +90,10 @@ class ClassGroups:
         )
         if device.multiple_allocations:
             entry = (device.node, device.name, order, device.key)
-            insort(self.shared.setdefault((product, mem, cap, sharing_strategy(device)), []), entry)
+            insort(
+                self.shared.setdefault((product, mem, cap, sharing_strategy(device), device.key[0]), []),
+                entry,
+            )
 
     def remove(self, key: DeviceKey) -> None:
         self.errors.pop(key, None)
@@ -109,7 +112,7 @@ class ClassGroups:
         if device.multiple_allocations:
             _drop(
                 self.shared,
-                (product, mem, cap, sharing_strategy(device)),
+                (product, mem, cap, sharing_strategy(device), device.key[0]),
                 (device.node, device.name, order, key),
             )
 

@@ -9,7 +9,7 @@ order, as the stable sort left it), without building the candidates:
   size that fits the device's memory; every node of the group gives the same memory and count, so
   the group's best is the first node by name with ``n`` free, and only nodes with a taken device
   can fail, so the walk is as long as the taken devices of the group.
-- MIG and TimeSlicing/MPS: every device of a group gives the same key up to (node, name), so the
+- MIG and TimeSlicing/MPS (never MPS on the NVIDIA driver's devices, as ``mode_accepts``): every device of a group gives the same key up to (node, name), so the
   group's best is its first usable device in (node, name) order.
 
 Time per call: the groups of the class, plus the taken devices (``busy``) of the order's view.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from controller.planner.estimate import MemoryEstimate
 from controller.planner.groups import ClassGroups, ExclusiveKey, Order
 from controller.planner.inventory import DeviceKey, Inventory
-from controller.planner.placement import MIB, SHARED_MODES, Candidate, utilization
+from controller.planner.placement import MIB, NVIDIA_DRIVER, SHARED_MODES, Candidate, utilization
 from controller.planner.recipes import RecipeChoice, runs_on
 from shared.cel import Semver
 
@@ -152,8 +152,8 @@ def _shared(
     inventory, busy = taken.inventory, taken.busy
     consumed = inventory.consumed if inventory is not None else {}
     found: tuple[SortKey, Candidate] | None = None
-    for (product, memory, cap, strategy), entries in groups.shared.items():
-        if strategy is not None and strategy != mode.lower():
+    for (product, memory, cap, strategy, driver), entries in groups.shared.items():
+        if (strategy is not None and strategy != mode.lower()) or (mode == "MPS" and driver == NVIDIA_DRIVER):
             continue
         choice = recipe_for(cap)
         if choice is None or memory <= 0:
