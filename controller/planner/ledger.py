@@ -21,46 +21,23 @@ help.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from controller.planner.inventory import (
-    Device,
-    DeviceKey,
-    Inventory,
-    classify,
-    parse_device_class,
-    parse_slice,
-)
+from controller.planner.inventory import Device, DeviceKey, Inventory
 from controller.planner.roster import Fleet
+from controller.planner.slices import classify, parse_device_class, parse_slice
+from controller.planner.uses import Reservation, Use, claim_use, use_of, with_devices
 from shared.cel import Selector
-from shared.quantity import parse_quantity
+
+__all__ = ["Ledger", "OrderKey", "Reservation", "Use", "use_of", "with_devices"]
 
 Obj = Mapping[str, Any]
 OrderKey = tuple[str, str]  # (namespace, name)
 CounterKey = tuple[str, str, str, str]  # (driver, pool, counter set, counter)
-
-
-@dataclass(frozen=True, slots=True)
-class Use:
-    """What one claim or reservation takes: whole devices, or memory on shared devices."""
-
-    whole: frozenset[DeviceKey] = frozenset()
-    shared: tuple[tuple[DeviceKey, int], ...] = ()  # (device, bytes) on multiple-allocation devices
-
-    @property
-    def keys(self) -> frozenset[DeviceKey]:
-        return self.whole | frozenset(k for k, _ in self.shared)
-
-
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    plan_hash: str
-    use: Use
 
 
 @dataclass
@@ -132,7 +109,7 @@ class Ledger:
         meta = obj.get("metadata", {})
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         with self._lock:
-            use = Use() if deleted else _claim_use(obj, self._fleet.roster.index().by_key)
+            use = Use() if deleted else claim_use(obj, self._fleet.roster.index().by_key)
             before = self._claims.get(key, Use())
             if use.keys:
                 self._claims[key] = use
@@ -302,36 +279,3 @@ class Ledger:
             groups=self._fleet.groups,
             groups_version=self._fleet.groups.version,
         )
-
-
-def _claim_use(claim: Obj, known: Mapping[DeviceKey, Device]) -> Use:
-    """What an allocated claim takes. A result that consumed ``memory`` is a share of a
-    multiple-allocation device (only such devices record consumed capacity), unless the device is
-    known to be exclusive: the claim may arrive before the slice that publishes its device."""
-    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
-        "results"
-    ) or []
-    whole: set[DeviceKey] = set()
-    parts: list[tuple[DeviceKey, int]] = []
-    for r in results:
-        key = (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
-        consumed = r.get("consumedCapacity") or {}
-        device = known.get(key)
-        if "memory" in consumed and (device is None or device.multiple_allocations):
-            parts.append((key, math.ceil(parse_quantity(consumed["memory"]))))
-        else:
-            whole.add(key)
-    return Use(frozenset(whole), tuple(parts))
-
-
-def use_of(allocation: Iterable[DeviceKey], shared_bytes: int | None) -> Use:
-    """What a planner outcome takes: whole devices, or ``shared_bytes`` on each (TimeSlicing/MPS)."""
-    keys = tuple(allocation)
-    if shared_bytes is not None:
-        return Use(shared=tuple((k, shared_bytes) for k in keys))
-    return Use(whole=frozenset(keys))
-
-
-def with_devices(inventory: Inventory, devices: Iterable[Device]) -> Inventory:
-    """The same allocations over another set of devices (for tests and the benchmark)."""
-    return replace(inventory, devices=tuple(devices), index=None, groups=None)
