@@ -126,89 +126,6 @@ def candidates(
     tp_sizes: Sequence[int],
 ) -> list[Candidate]:
     """Every fitting candidate, sorted; ``inventory=None`` means on an empty cluster."""
-    out = _candidates(device_class, mode, devices, inventory, busy, estimate, choices, tp_sizes)
-    out.sort(key=Candidate.sort_key)
-    return out
-
-
-def best_candidate(
-    *,
-    device_class: str,
-    mode: str,
-    devices: Iterable[Device],
-    inventory: Inventory | None,
-    busy: frozenset[DeviceKey],
-    estimate: MemoryEstimate,
-    choices: Sequence[RecipeChoice],
-    tp_sizes: Sequence[int],
-) -> Candidate | None:
-    """``candidates(...)[0]``, or None, without building and sorting every candidate.
-
-    The search needs only the smallest fit, and a fleet of a thousand nodes has a candidate per node
-    and product: whole devices are grouped by node and shape in one pass, a shape's least
-    tensor-parallel size is computed once, and only the winning group becomes a ``Candidate``.
-    """
-    if mode != "Exclusive":
-        found = _candidates(device_class, mode, devices, inventory, busy, estimate, choices, tp_sizes)
-        return min(found, key=Candidate.sort_key) if found else None
-    groups: dict[tuple[str, str, int, object], list[Device]] = defaultdict(list)
-    for d in devices:
-        if d.kind == "mig" or (inventory is not None and d.key in busy):
-            continue
-        groups[(d.node, d.product_name, d.memory_bytes, _capability_key(d))].append(d)
-    least: dict[tuple[int, object], tuple[int, RecipeChoice, float] | None] = {}
-    best: tuple[int, int, str, str, tuple[str, ...]] | None = None
-    best_group: tuple[list[Device], RecipeChoice, float, int] | None = None
-    for (node, product, memory, cap), group in groups.items():
-        if (memory, cap) not in least:
-            least[(memory, cap)] = _least_size(group[0], estimate, choices, tp_sizes)
-        fit = least[(memory, cap)]
-        if fit is None or fit[0] > len(group):
-            continue
-        n = fit[0]
-        prefix = (memory * n, n, product, node)
-        if best is not None and prefix > best[:4]:
-            continue
-        key = (*prefix, tuple(sorted(d.name for d in group)[:n]))
-        if best is None or key < best:
-            best, best_group = key, (group, fit[1], fit[2], n)
-    if best_group is None:
-        return None
-    group, choice, util, n = best_group
-    return Candidate(device_class, mode, tuple(sorted(group, key=lambda d: d.name)[:n]), choice, util)
-
-
-def _capability_key(device: Device) -> object:
-    """The compute capability as a plain tuple (hashing a Semver runs Python code)."""
-    cap = device.compute_capability
-    return None if cap is None else cap._precedence
-
-
-def _least_size(
-    device: Device, estimate: MemoryEstimate, choices: Sequence[RecipeChoice], tp_sizes: Sequence[int]
-) -> tuple[int, RecipeChoice, float] | None:
-    """The least tensor-parallel size whose per-device need fits this shape of device, with the
-    recipe; None when no recipe runs on it or no size fits."""
-    choice = first_recipe(choices, device)
-    if choice is None:
-        return None
-    util = utilization(choice)
-    for n in tp_sizes:
-        if estimate.per_device_need(n, util) <= device.memory_bytes:
-            return n, choice, util
-    return None
-
-
-def _candidates(
-    device_class: str,
-    mode: str,
-    devices: Iterable[Device],
-    inventory: Inventory | None,
-    busy: frozenset[DeviceKey],
-    estimate: MemoryEstimate,
-    choices: Sequence[RecipeChoice],
-    tp_sizes: Sequence[int],
-) -> list[Candidate]:
     out: list[Candidate] = []
     by_capability: dict[Semver | None, RecipeChoice | None] = {}
 
@@ -252,4 +169,5 @@ def _candidates(
             free = d.memory_bytes if inventory is None else inventory.free_memory(d)
             if percent <= 100 and share <= free:
                 out.append(Candidate(device_class, mode, (d,), choice, util, share, percent))
+    out.sort(key=Candidate.sort_key)
     return out

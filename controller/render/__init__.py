@@ -9,6 +9,7 @@ one field manager; nothing here reads the cluster.
 | ``common`` | metadata, labels, the ownerReference, the plan view |
 | ``claim`` | the ResourceClaimTemplate, with the NVIDIA driver's sharing config |
 | ``pod`` | the runtime pod: containers, volumes, security, scheduling |
+| ``fetch`` | what the model fetcher downloads, and from where |
 | ``timing`` | probes and the progress deadline, sized from the weights |
 | ``workload`` | the Deployment and the model volume |
 | ``network`` | Service, HPA, Ingress, Certificate, the auth Secret |
@@ -27,6 +28,7 @@ from controller.render.claim import (
     sharing_config,
 )
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, owner_reference
+from controller.render.fetch import FetchSpec, fetch_spec
 from controller.render.network import auth_secret, autoscaler, certificate, ingress, service
 from controller.render.workload import deployment, model_volume, model_volume_name
 from controller.settings import Settings
@@ -36,6 +38,7 @@ from shared.api.order import InferenceService
 __all__ = [
     "PLAN_ANNOTATION",
     "Endpoint",
+    "FetchSpec",
     "Obj",
     "PlanView",
     "auth_secret",
@@ -45,6 +48,7 @@ __all__ = [
     "claim_template_name",
     "deployment",
     "endpoint_for",
+    "fetch_spec",
     "ingress",
     "labels",
     "model_volume",
@@ -66,15 +70,19 @@ def workload(
     settings: Settings,
     *,
     revision: str | None,
+    fetch: FetchSpec | None = None,
 ) -> list[Obj]:
-    """Every object to apply for the plan, in apply order (the auth Secret is minted separately)."""
+    """Every object to apply for the plan, in apply order (the auth Secret is minted separately).
+
+    ``fetch`` is what the model fetcher downloads (``fetch_spec``); None: the whole repository
+    ``spec.model.ref.name``, for callers that have no facts."""
     endpoint = endpoint_for(order, spec, settings)
     objs = [
         resource_claim_template(order, plan),
-        model_volume(order, plan, settings, revision=revision),
+        model_volume(order, plan, settings, revision=revision, fetch=fetch),
         certificate(order, endpoint, settings),
         service(order),
-        deployment(order, plan, spec, settings, revision=revision),
+        deployment(order, plan, spec, settings, revision=revision, fetch=fetch),
         autoscaler(order, spec),
     ]
     if endpoint.type == "External":
