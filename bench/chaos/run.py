@@ -51,7 +51,9 @@ def cleanup(stack: Stack, names: list[str]) -> None:
     launcher.apply_fleet(stack.cluster.bin_dir)  # released model volumes become available again
 
 
-def run(stack: Stack, *, label: str, seed: int, shape: Shape, schedule: Schedule | None) -> Outcome:
+def run(
+    stack: Stack, *, label: str, seed: int, shape: Shape, schedule: Schedule | None, quiet: float = 12
+) -> Outcome:
     names = namespaces(stack, label, seed, shape.namespaces)
     ops = plan(
         seed, shape.seconds, namespaces=shape.namespaces, creates=shape.creates, max_live=shape.max_live
@@ -79,7 +81,7 @@ def run(stack: Stack, *, label: str, seed: int, shape: Shape, schedule: Schedule
     stop.set()
     for t in threads[1:]:
         t.join(timeout=300)
-    settled = verdict.settle(api, names)
+    settled = verdict.settle(api, names, quiet=quiet)
     stop_watch.set()
     threads[0].join(timeout=30)
     windows = [w for w in (injector.windows if injector else []) if w.what == "webhook" and w.end]

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 from kubernetes import client as k8s
+from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kube.client import load_api_client
 from standins import local_webhook
@@ -27,7 +28,7 @@ from standins.runtime import RunningRuntime, make_ca, start_runtime
 from tests.cluster import launcher
 from tests.cluster.identity import service_account_kubeconfig
 from tests.integration.conftest import Cluster, Kubectl
-from tests.integration.platform import HF_TOKEN, NS, SETTINGS, ControllerProcess
+from tests.integration.platform import HF_TOKEN, NS, SETTINGS, ControllerProcess, Platform
 from tests.integration.webhook_fixture import WebhookProcess, new_pki
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -96,8 +97,9 @@ def apply_settings(kubectl: Kubectl, **settings: str) -> None:
 class ChaosWebhook:
     """``python -m webhook`` registered for the chaos namespaces; ``restart`` keeps port and PKI."""
 
-    def __init__(self, api: k8s.ApiClient, directory: pathlib.Path) -> None:
+    def __init__(self, api: k8s.ApiClient, directory: pathlib.Path, *, label: str = LABEL) -> None:
         self.api = api
+        self.label = label
         self.process = WebhookProcess(new_pki(directory))
         self.restarts = 0
 
@@ -107,11 +109,11 @@ class ChaosWebhook:
             base_url=self.process.url,
             ca_bundle=self.process.pki.ca_bundle(),
             name=WEBHOOK_NAME,
-            namespace_selector={"matchLabels": {LABEL: "true"}},
+            namespace_selector={"matchLabels": {self.label: "true"}},
             cluster_scoped_match_conditions=[
                 {
                     "name": "chaos-only",
-                    "expression": f"object != null && has(object.metadata.labels) && '{LABEL}' in object.metadata.labels",
+                    "expression": f"object != null && has(object.metadata.labels) && '{self.label}' in object.metadata.labels",
                 }
             ],
         )
@@ -127,9 +129,17 @@ class ChaosWebhook:
     def unregister(self) -> None:
         local_webhook.unregister(self.api, WEBHOOK_NAME)
 
-    def metrics_text(self) -> str:
+    def decisions(self) -> dict[str, float]:
+        """The webhook's admission decisions so far, by outcome (all paths)."""
+        out: dict[str, float] = {}
         with self.process.client() as c:
-            return c.get("/metrics").text
+            text = c.get("/metrics").text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "inference_webhook_decisions_total":
+                    outcome = sample.labels["outcome"]
+                    out[outcome] = out.get(outcome, 0.0) + sample.value
+        return out
 
 
 @dataclass
@@ -241,7 +251,7 @@ class Stack:
 
 
 @contextmanager
-def running(log_dir: pathlib.Path, *, replicas: int = 2) -> Iterator[Stack]:
+def running(log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL) -> Iterator[Stack]:
     """The whole product on the running plane, stopped (and the webhook unregistered) at the end."""
     c = cluster()
     kubectl = Kubectl(c)
@@ -262,7 +272,7 @@ def running(log_dir: pathlib.Path, *, replicas: int = 2) -> Iterator[Stack]:
     apply_settings(
         kubectl, probeAddressOverride=runtime.address, platformCAFile=str(ca_file), hfEndpoint=mirror.url
     )
-    webhook = ChaosWebhook(api, log_dir / "webhook")
+    webhook = ChaosWebhook(api, log_dir / "webhook", label=label)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KUBECONFIG"))}
     env["LOG_LEVEL"] = "INFO"
     reps = Replicas(cluster=c, env=env, log_dir=log_dir, kubeconfig=sa, count=replicas)
@@ -277,3 +287,37 @@ def running(log_dir: pathlib.Path, *, replicas: int = 2) -> Iterator[Stack]:
         runtime.stop()
         mirror.stop()
         api.close()  # type: ignore[no-untyped-call]
+
+
+@contextmanager
+def on_platform(platform: Platform, *, replicas: int = 2, label: str = LABEL) -> Iterator[Stack]:
+    """A stack on the e2e ``platform`` fixture (its mirror, runtime and settings): its controller is
+    stopped for N leader-elected replicas and a restartable webhook, and started again after."""
+    c = platform.controller
+    log_dir = c.log_dir / f"{label}-{uuid.uuid4().hex[:4]}"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    assert c.kubeconfig is not None
+    c.stop()
+    webhook = ChaosWebhook(platform.api, log_dir / "webhook", label=label)
+    reps = Replicas(
+        cluster=platform.cluster, env=c.env, log_dir=log_dir, kubeconfig=c.kubeconfig, count=replicas
+    )
+    try:
+        webhook.start()
+        reps.start()
+        yield Stack(
+            platform.cluster,
+            platform.kubectl,
+            platform.api,
+            platform.mirror,
+            platform.runtime,
+            webhook,
+            reps,
+            log_dir,
+        )
+    finally:
+        reps.stop()
+        webhook.unregister()
+        webhook.stop()
+        platform.mirror.clear_faults()
+        c.start()
