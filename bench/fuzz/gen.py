@@ -248,12 +248,8 @@ def _duplicate(rng: random.Random, spec: Obj) -> str:
 
 
 def _order_union(rng: random.Random, spec: Obj) -> str:
-    model = spec.setdefault("model", {})
-    if not isinstance(model, dict):
-        return _junk(rng, spec)
-    ref = model.setdefault("ref", {})
-    if not isinstance(ref, dict):
-        return _junk(rng, spec)
+    model = _obj(spec, "model")
+    ref = _obj(model, "ref")
     choice = rng.randrange(5)
     if choice == 0:
         model["src"], ref["kind"] = "HuggingFace", rng.choice(["Model", "ClusterModel"])
@@ -268,12 +264,20 @@ def _order_union(rng: random.Random, spec: Obj) -> str:
     return f"union {choice}"
 
 
+def _obj(spec: Obj, key: str) -> Obj:
+    """``spec[key]`` as an object, made one (an earlier mutation may have put junk there)."""
+    if not isinstance(spec.get(key), dict):
+        spec[key] = {}
+    value: Obj = spec[key]
+    return value
+
+
 def _class_bounds(rng: random.Random, spec: Obj) -> str:
     choice = rng.randrange(5)
     if choice == 0:
         spec["scaling"] = {"minReplicas": 3, "maxReplicas": rng.choice([1, 2])}
     elif choice == 1:
-        spec.setdefault("modelPolicy", {})["parameterCount"] = {
+        _obj(spec, "modelPolicy")["parameterCount"] = {
             "min": "7B",
             "max": rng.choice(["500M", 100, "1B"]),
         }
@@ -282,9 +286,7 @@ def _class_bounds(rng: random.Random, spec: Obj) -> str:
     elif choice == 3 and isinstance(spec.get("placement"), dict):
         spec["placement"]["maxAcceleratorsPerReplica"] = rng.choice([0, 65, -1])
     else:
-        spec.setdefault("modelPolicy", {})["parameterCount"] = {
-            "max": rng.choice(["7X", "1.5", "B", "", "1e9", "7b"])
-        }
+        _obj(spec, "modelPolicy")["parameterCount"] = {"max": rng.choice(["7X", "1.5", "B", "", "1e9", "7b"])}
     return f"bounds {choice}"
 
 
