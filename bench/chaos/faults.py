@@ -103,7 +103,9 @@ class Injector:
             self._add(Window("kill", t, time.time(), name or "no leader to kill"))
         elif what in ("apiserver", "etcd"):
             t = time.time()
-            launcher.restart_component("kube-apiserver" if what == "apiserver" else what)
+            launcher.restart_component(
+                "kube-apiserver" if what == "apiserver" else what, bin_dir=self.stack.cluster.bin_dir
+            )
             self._add(Window(what, t, time.time()))
         elif what == "webhook":
             t = time.time()

@@ -501,13 +501,13 @@ def stop_component(name: str) -> None:
         _stop(name)
 
 
-def restart_component(name: str, *, down_seconds: float = 0.0) -> None:
+def restart_component(name: str, *, down_seconds: float = 0.0, bin_dir: pathlib.Path | None = None) -> None:
     """Restart one component of a running plane: stop it, wait ``down_seconds``, start what is
     stopped again with the same flags (``start`` skips the running ones) and wait until it serves.
     For fault injection (bench/chaos): etcd and kube-apiserver keep their data and certificates."""
     stop_component(name)
     time.sleep(down_seconds)
-    bin_dir = build()
+    bin_dir = bin_dir or build()
     with _locked():
         start(bin_dir)
 
