@@ -40,8 +40,6 @@ def test_a_churn_through_a_leader_kill_a_webhook_restart_and_a_hub_outage_loses_
     assert faults["injection_errors"] == [], faults
     assert faulted.figures["hub_outage_samples"] >= 5, faulted.figures
     assert faulted.figures["ready_orders_watched_through_hub_outage"] >= 1, faulted.figures
-        faulted.figures
-    )
     lost = {**faulted.lost, "status_differences": verdict.differences(clean.statuses, faulted.statuses)}
     lost["clean_run_lost"] = [f"{k}: {v}" for k, vs in clean.lost.items() for v in vs]
     assert {k: v for k, v in lost.items() if v} == {}, faulted.figures
