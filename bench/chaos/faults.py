@@ -113,8 +113,8 @@ class Injector:
             window = Window("webhook", t)
             self._add(window)
             time.sleep(self.schedule.webhook_down)
-            window.end = time.time()  # from here on, a write may reach the new process
             self.stack.webhook.start_again()
+            window.end = time.time()  # healthy again: from here on, a write may be admitted
         elif what == "hub":
             self.stack.mirror.inject_fault(503)
             self._add(Window("hub", time.time()))

@@ -37,8 +37,8 @@ class Outcome:
 def namespaces(stack: Stack, label: str, seed: int, count: int) -> list[str]:
     """Fresh namespaces for a run (an earlier run's are deleted first), labelled for the webhook."""
     names = [f"chaos-{label}-{seed}-{i}" for i in range(count)]
+    stack.kubectl("delete", "namespace", *names, "--ignore-not-found", "--wait=true", "--timeout=180s")
     for ns in names:
-        stack.kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=true", "--timeout=180s")
         stack.kubectl("create", "namespace", ns)
         stack.kubectl("label", "namespace", ns, f"{LABEL}=true")
     return names
@@ -46,8 +46,7 @@ def namespaces(stack: Stack, label: str, seed: int, count: int) -> list[str]:
 
 def cleanup(stack: Stack, names: list[str]) -> None:
     """Delete a run's namespaces and wait, so the next run finds the fleet and the volumes free."""
-    for ns in names:
-        stack.kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=true", "--timeout=180s")
+    stack.kubectl("delete", "namespace", *names, "--ignore-not-found", "--wait=true", "--timeout=180s")
     launcher.apply_fleet(stack.cluster.bin_dir)  # released model volumes become available again
 
 
@@ -75,12 +74,13 @@ def run(
     for t in threads:
         t.start()
     executor.run(start, stop)
+    for t in threads[1:]:  # every fault of the schedule happens, also those after the last operation
+        t.join(timeout=900)
+    stop.set()
     remaining = start + shape.seconds - time.time()
     if remaining > 0 and injector is not None:
-        time.sleep(remaining)  # the faults scheduled after the last operation still happen
-    stop.set()
-    for t in threads[1:]:
-        t.join(timeout=300)
+        time.sleep(remaining)
+    churned = time.time() - start
     settled = verdict.settle(api, names, quiet=quiet)
     stop_watch.set()
     threads[0].join(timeout=30)
@@ -122,7 +122,9 @@ def run(
         ),
         "surviving_orders": len(statuses),
         "ready_orders": sum(1 for s in statuses.values() if s["phase"] == "Ready"),
+        "churn_seconds": round(churned, 1),
         "settle_seconds": round(settled, 1),
+        "verdict_seconds": round(time.time() - start - churned - max(settled, 0), 1),
         "watch_samples": watch.samples,
         "watch_samples_skipped": watch.skipped,
         "hub_outage_samples": watch.hub_samples,

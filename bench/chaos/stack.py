@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -179,8 +180,9 @@ class Replicas:
                 name=f"replica-{i}",
                 kubeconfig=self.kubeconfig,
             )  # fmt: skip
-            proc.start()
             self.procs.append(proc)
+        with ThreadPoolExecutor(max_workers=self.count) as pool:  # both wait for /readyz at once
+            list(pool.map(lambda p: p.start(), self.procs))
         self._thread = threading.Thread(target=self._supervise, name="replicas", daemon=True)
         self._thread.start()
 

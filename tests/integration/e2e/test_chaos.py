@@ -3,6 +3,8 @@ leader of two replicas, one webhook restart and the Hub away for 20 s; nothing m
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bench.chaos import verdict
@@ -34,6 +36,7 @@ def test_a_churn_through_a_leader_kill_a_webhook_restart_and_a_hub_outage_loses_
         cleanup(stack, [f"chaos-ci-clean-{SEED}-{i}" for i in range(SHAPE.namespaces)])
         faulted = run(stack, label="ci-faulted", seed=SEED, shape=SHAPE, schedule=FAULTS, quiet=6)
         cleanup(stack, [f"chaos-ci-faulted-{SEED}-{i}" for i in range(SHAPE.namespaces)])
+    print(json.dumps({"clean": clean.figures, "faulted": faulted.figures}))
     faults = faulted.figures["faults"]
     assert (faults["leader_kills"], faults["webhook_restarts"]) == (1, 1), faulted.figures
     assert faults["hub_outage_seconds"] >= 19, faulted.figures
