@@ -88,6 +88,9 @@ class Injector:
     def run(self, start: float, stop: threading.Event) -> None:
         for at, what in self.schedule.events(self.seed):
             delay = start + at - time.time()
+            hub = self.active("hub")
+            if what == "hub_back" and hub is not None:  # the outage lasts hub_seconds however late it began
+                delay = hub.start + self.schedule.hub_seconds - time.time()
             if delay > 0 and stop.wait(delay):
                 break
             try:

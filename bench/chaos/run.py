@@ -44,10 +44,14 @@ def namespaces(stack: Stack, label: str, seed: int, count: int) -> list[str]:
     return names
 
 
-def cleanup(stack: Stack, names: list[str]) -> None:
-    """Delete a run's namespaces and wait, so the next run finds the fleet and the volumes free."""
-    stack.kubectl("delete", "namespace", *names, "--ignore-not-found", "--wait=true", "--timeout=180s")
-    launcher.apply_fleet(stack.cluster.bin_dir)  # released model volumes become available again
+def cleanup(stack: Stack, names: list[str], *, wait: bool = True) -> None:
+    """Delete a run's namespaces. With ``wait``, until they are gone and their model volumes are
+    available again, so that the next run finds the fleet as this one did."""
+    stack.kubectl(
+        "delete", "namespace", *names, "--ignore-not-found", f"--wait={str(wait).lower()}", "--timeout=180s"
+    )
+    if wait:
+        launcher.apply_fleet(stack.cluster.bin_dir)  # released model volumes become available again
 
 
 def run(

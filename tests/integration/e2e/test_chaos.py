@@ -33,9 +33,10 @@ def test_a_churn_through_a_leader_kill_a_webhook_restart_and_a_hub_outage_loses_
 ) -> None:
     with on_platform(platform) as stack:
         clean = run(stack, label="ci-clean", seed=SEED, shape=SHAPE, schedule=None, quiet=6)
-        cleanup(stack, [f"chaos-ci-clean-{SEED}-{i}" for i in range(SHAPE.namespaces)])
+        # Not waited for: the fleet has room for both runs' few orders.
+        cleanup(stack, [f"chaos-ci-clean-{SEED}-{i}" for i in range(SHAPE.namespaces)], wait=False)
         faulted = run(stack, label="ci-faulted", seed=SEED, shape=SHAPE, schedule=FAULTS, quiet=6)
-        cleanup(stack, [f"chaos-ci-faulted-{SEED}-{i}" for i in range(SHAPE.namespaces)])
+        cleanup(stack, [f"chaos-ci-faulted-{SEED}-{i}" for i in range(SHAPE.namespaces)], wait=False)
     print(json.dumps({"clean": clean.figures, "faulted": faulted.figures}))
     faults = faulted.figures["faults"]
     assert (faults["leader_kills"], faults["webhook_restarts"]) == (1, 1), faulted.figures
