@@ -78,8 +78,15 @@ def install(kubectl: Kubectl) -> None:
         "apply", "--server-side", "--force-conflicts", "--field-manager=chaos",
         "-f", str(ROOT / "deploy/base/platform/default-llm.yaml"),
         "-f", str(ROOT / "deploy/base/platform/vllm.yaml"),
-        "-k", str(ROOT / "deploy/base/rbac"),
     )  # fmt: skip
+    kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=chaos",
+        "-k",
+        str(ROOT / "deploy/base/rbac"),
+    )
 
 
 def apply_settings(kubectl: Kubectl, **settings: str) -> None:
