@@ -141,6 +141,8 @@ class Executor:
     attempts: list[Attempt] = field(default_factory=list)
     done: list[Op] = field(default_factory=list)
     give_up_seconds: float = 180.0
+    steady_seconds: float = 60.0
+    waited: float = 0.0  # seconds edits waited for their order to be steady
     clock: Callable[[], float] = time.time
 
     def run(self, start: float, stop: threading.Event) -> None:
@@ -148,6 +150,8 @@ class Executor:
             delay = start + op.at - self.clock()
             if delay > 0 and stop.wait(delay):
                 return
+            if op.verb == "edit":
+                self.waited += self._steady(op, stop)
             deadline = self.clock() + self.give_up_seconds
             while not stop.is_set():
                 outcome, detail = self._try(op)
@@ -158,6 +162,26 @@ class Executor:
                 if outcome == "error" or self.clock() > deadline:
                     break
                 stop.wait(1.0)
+
+    def _steady(self, op: Op, stop: threading.Event) -> float:
+        """Wait (at most ``steady_seconds``) until the order is judged for its generation and Ready
+        or Failed, so that an edit lands on the same state in every run, however slow the plane
+        was to plan the previous generation. The seconds waited."""
+        t0 = self.clock()
+        path = f"/apis/{API_GROUP}/{API_VERSION}/namespaces/{self.namespaces[op.ns]}/{PLURAL}/{op.name}"
+        while self.clock() - t0 < self.steady_seconds and not stop.is_set():
+            try:
+                o = request(self.api, "GET", path, timeout=15)
+                st = o.get("status") or {}
+                if st.get("observedGeneration") == o["metadata"]["generation"] and st.get("phase") in (
+                    "Ready",
+                    "Failed",
+                ):
+                    break
+            except Exception:
+                pass
+            stop.wait(1.0)
+        return self.clock() - t0
 
     def _try(self, op: Op) -> tuple[str, str]:
         ns = self.namespaces[op.ns]

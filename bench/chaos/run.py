@@ -101,6 +101,7 @@ def run(
         "orders_extra": sorted(set(statuses) - set(want)),
         "edits_lost": sorted(k for k in want if k in statuses and statuses[k]["model"] != want[k]),
         "orphans": verdict.orphans(api, names),
+        "stale_model_volumes": verdict.stale_volumes(api, names),
         "duplicate_workloads": verdict.workloads(api, names)
         + [f"{ns}/{o}: {sorted(d)} at once" for (ns, o), d in watch.duplicates.items()],
         "token_rotations": [f"{k}: {n} values" for k, n in watch.rotations().items()],
@@ -124,6 +125,7 @@ def run(
             for a in attempts
             if a.outcome == "refused_by_webhook" and any(s <= a.at <= e + 2 for s, e in spans)
         ),
+        "edits_waited_for_steady_seconds": round(executor.waited, 1),
         "surviving_orders": len(statuses),
         "ready_orders": sum(1 for s in statuses.values() if s["phase"] == "Ready"),
         "churn_seconds": round(churned, 1),

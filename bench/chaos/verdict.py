@@ -86,6 +86,28 @@ def orphans(api: k8s.ApiClient, namespaces: list[str], *, gc_seconds: float = 60
         time.sleep(3)
 
 
+def stale_volumes(api: k8s.ApiClient, namespaces: list[str]) -> list[str]:
+    """Model volumes of a live order that its Deployment no longer mounts (pruned after an edit)."""
+    out = []
+    for ns in namespaces:
+        mounted: dict[str, set[str]] = {}
+        for d in items(api, "Deployment", ns, selector=LABEL_ORDER):
+            volumes = d["spec"]["template"]["spec"].get("volumes") or []
+            claims = {
+                v["persistentVolumeClaim"]["claimName"] for v in volumes if v.get("persistentVolumeClaim")
+            }
+            mounted.setdefault(d["metadata"]["labels"][LABEL_ORDER], set()).update(claims)
+        for pvc in items(api, "PersistentVolumeClaim", ns, selector=LABEL_ORDER):
+            order, name = pvc["metadata"]["labels"][LABEL_ORDER], pvc["metadata"]["name"]
+            if (
+                order in mounted
+                and name not in mounted[order]
+                and not pvc["metadata"].get("deletionTimestamp")
+            ):
+                out.append(f"{ns}/{name} (order {order})")
+    return out
+
+
 def workloads(api: k8s.ApiClient, namespaces: list[str]) -> list[str]:
     """Orders with more than one live Deployment, or more running pods than their Deployment wants."""
     out = []
