@@ -24,6 +24,15 @@ from shared.api.order import Constraints, Endpoint, ResolvedModel
 from shared.conditions import Verdict, false, true, unknown
 
 APPLIED_HASH = "ai.deckhouse.io/applied-hash"
+# Model reasons whose cause is outside the cluster's watches: looked at again after these seconds.
+# The user's Hub token Secret is read by name, never watched (only the order's own Secrets are
+# cached), so a Secret created or fixed later is seen within seconds.
+_LOOK_AGAIN = {
+    r.MODEL_SOURCE_UNAVAILABLE: 10.0,
+    r.AUTH_SECRET_NOT_FOUND: 5.0,
+    r.MODEL_ACCESS_DENIED: 30.0,
+    r.MODEL_NOT_FOUND: 60.0,
+}
 Obj = dict[str, object]
 
 
@@ -89,8 +98,9 @@ def decide(s: Snapshot, p: Planning) -> Intents:
             revision=m.facts.revision,
         )
     if not m.verdict.ok or m.facts is None or m.endpoint_type is None:
-        if m.verdict.reason == r.MODEL_SOURCE_UNAVAILABLE:
-            d.again(10.0)
+        wait = _LOOK_AGAIN.get(m.verdict.reason)
+        if wait is not None:
+            d.again(wait)
         if serving:
             _serve_through(s, d, r.MODEL_RESOLVED, m.verdict)
         return d.done()
@@ -145,6 +155,10 @@ def _serve_through(s: Snapshot, d: _Draft, failed: str, v: Verdict) -> None:
     )
     d.plan = s.plan_in_force
     endpoint = s.order.status.endpoint
+    if endpoint is None and s.klass is not None:  # a status restored without its fields
+        found = render.endpoint_for(s.order, s.klass.spec, s.settings)
+        endpoint = Endpoint(url=found.url, type=found.type)
+        d.fields["endpoint"] = endpoint
     if endpoint is not None:
         _judge_workload(s, d, endpoint.url, s.token)
 

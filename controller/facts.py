@@ -36,6 +36,7 @@ class ModelFacts(BaseModel):
     hidden_size: int | None = None
     weights_bytes: int | None = None  # sum of the weight files' sizes, when the source says
     gated: bool = False
+    requires_remote_code: bool = False  # `auto_map` to repo code for a model type nothing built in knows
 
     @property
     def quantization_label(self) -> str:

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from controller import wiring
 from controller.act import Actor
-from controller.factstore import FactsStore
+from controller.factstore import ConfigMapFactsStore
 from controller.hub import HubClient
 from controller.kinds import Cache, Fanout, watched
 from controller.kube import errors as kerr
@@ -58,7 +58,11 @@ class Controller:
             for cache, k in self.kinds.items()
         }
         self.store = Store(self.informers)
-        self.hub = HubClient(endpoint=settings.hf_endpoint, on_call=self._count_hub_call)
+        self.hub = HubClient(
+            endpoint=settings.hf_endpoint,
+            store=ConfigMapFactsStore(api, args.namespace),
+            on_call=self._count_hub_call,
+        )
         self.prober = Prober(
             ca_file=settings.platform_ca_file,
             address_override=settings.probe_address_override,
@@ -74,7 +78,6 @@ class Controller:
                 api=api,
                 store=self.store,
                 hub=self.hub,
-                facts=FactsStore(api, args.namespace),
                 probes=self.probes,
                 ledger=self.ledger,
                 settings=settings,

@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller import render, resolve
-from controller.factstore import FactsStore
 from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from controller.kinds import OWNED, Cache
 from controller.kube import apply as kapi
@@ -56,7 +55,6 @@ class Observer:
     api: Any
     store: Store
     hub: HubClient
-    facts: FactsStore
     probes: ProbeBook
     ledger: Ledger
     settings: Settings
@@ -122,6 +120,10 @@ class Observer:
         if facts is None or not verdict.ok:
             return ModelObservation(verdict, facts)
         policy, endpoint_type = resolve.policy_verdict(facts, cspec)
+        if policy.ok:
+            refused = resolve.remote_code_verdict(facts, cspec, self._recipes())
+            if refused is not None:
+                return ModelObservation(refused, facts)
         return ModelObservation(policy, facts, endpoint_type)
 
     def _facts(self, order: InferenceService, cspec: InferenceServiceClassSpec) -> tuple[Verdict, Any]:
@@ -147,7 +149,7 @@ class Observer:
             return v, facts
         record = recorded_revision(order)
         if record is not None and not self.settings.follow_model_revisions:
-            facts = self.facts.get(model.ref.name, record)
+            facts = self.hub.cached_facts(repo_id=model.ref.name, sha=record)  # never the Hub
             if facts is not None:
                 return true(r.RESOLVED, f"{model.ref.name} resolved at {record}."), facts
             revision: str | None = record  # the record stands; only its facts are fetched again
@@ -174,7 +176,6 @@ class Observer:
             return false(r.MODEL_ACCESS_DENIED, str(e)), None
         except ModelSourceUnavailable as e:
             return false(r.MODEL_SOURCE_UNAVAILABLE, str(e)), None
-        self.facts.put(facts)
         return true(r.RESOLVED, f"{model.ref.name} resolved at {facts.revision}."), facts
 
 

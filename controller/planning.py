@@ -78,6 +78,10 @@ def plan_decision(s: Snapshot) -> PlanDecision:
     grew = s.capacity.exhausted_since is not None and s.capacity.epoch > s.capacity.exhausted_since
     if grew and _reason(s) in (r.RESOURCE_CLAIM_EXHAUSTED, r.LAUNCH_PLAN_IN_FORCE) and not workload_runs(s):
         return PlanDecision(True, True, "capacity change", ())
+    if grew and _reason(s) == r.LAUNCH_PLAN_IN_FORCE and not d.compute:
+        # A serving order whose edit did not fit: more capacity may let it. The edit was counted
+        # when it was first recomputed, so trying it again is not another replan.
+        return PlanDecision(True, False, "capacity change", d.tried)
     if grew and d.compute and _reason(s) == r.RESOURCE_CLAIM_EXHAUSTED:
         return PlanDecision(True, True, "capacity change", ())
     return d

@@ -73,18 +73,31 @@ def _rolled_out(deployment: Obj) -> bool:
     )
 
 
-def workload_verdict(deployment: Obj | None, pods: Sequence[Obj]) -> Verdict:
-    """WorkloadReady: Available once a replica of the current rollout is available."""
-    if deployment is None:
-        return unknown(r.PROGRESSING, "The workload is being applied.")
+def _failure(deployment: Obj) -> str | None:
+    """What the Deployment's own conditions say went wrong (a stalled rollout, pods not created)."""
     for c in deployment.get("status", {}).get("conditions", []) or []:
         if c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded":
-            return false(r.WORKLOAD_FAILED, f"The Deployment did not progress: {c.get('message', '')}")
+            return f"The Deployment did not progress: {c.get('message', '')}"
         if c.get("type") == "ReplicaFailure" and c.get("status") == "True":
-            return false(r.WORKLOAD_FAILED, f"The Deployment cannot create pods: {c.get('message', '')}")
+            return f"The Deployment cannot create pods: {c.get('message', '')}"
+    return None
+
+
+def workload_verdict(deployment: Obj | None, pods: Sequence[Obj]) -> Verdict:
+    """WorkloadReady: Available once a replica of the current rollout is available.
+
+    An available replica wins over the Deployment's failure conditions: a scale-up that cannot
+    create or place its extra pods (quota, a stalled second replica) leaves the order serving, and is
+    ScalingHealthy's to report, never a reason to call a serving workload failed.
+    """
+    if deployment is None:
+        return unknown(r.PROGRESSING, "The workload is being applied.")
+    failure = _failure(deployment)
     if _available(deployment) >= 1 and _rolled_out(deployment):
         n = _available(deployment)
-        return true(r.AVAILABLE, f"{n} replica(s) available.")
+        return true(r.AVAILABLE, f"{n} replica(s) available." + (f" {failure}" if failure else ""))
+    if failure is not None:
+        return false(r.WORKLOAD_FAILED, failure)
     stuck = unschedulable_pods(pods)
     if stuck:
         return false(r.UNSCHEDULABLE, f"Pod {stuck[0].pod} cannot be scheduled: {stuck[0].message}")
@@ -138,6 +151,15 @@ def scaling_verdict(
     available = _available(deployment)
     if desired <= available:
         return true(r.SCALING_HEALTHY_OK, f"{available} of {desired} desired replica(s) available."), None
+    failure = _failure(deployment)
+    if failure is not None:
+        return (
+            false(
+                r.SCALE_UP_BLOCKED,
+                f"The autoscaler wants {desired} replica(s) but {available} are available: {failure}",
+            ),
+            None,
+        )
     stuck = unschedulable_pods(pods)
     if not stuck:
         return true(r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s)."), None

@@ -3,18 +3,20 @@
 ``class_verdict`` answers ClassResolved for an order; ``class_readiness`` answers the class's own
 Ready condition (which also reports placement problems, left to the order's Planned condition as
 PlacementUndecidable). ``policy_verdict`` checks a model's facts against the class's model policy
-and picks the endpoint type.
+and picks the endpoint type; ``remote_code_verdict`` refuses a model that needs the code of its
+repository unless a recipe of the class opts in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from controller.facts import ModelFacts
 from shared import reasons as r
 from shared.api.enums import EndpointType
 from shared.api.inference_class import InferenceServiceClass, InferenceServiceClassSpec
 from shared.api.order import ModelSpec
+from shared.api.recipe import InferenceRecipe
 from shared.conditions import Verdict, false, true
 from shared.quantity import QuantityError, parse_parameter_count
 
@@ -138,6 +140,28 @@ def policy_verdict(facts: ModelFacts, spec: InferenceServiceClassSpec) -> tuple[
                 None,
             )
     return true(r.RESOLVED, f"{facts.name} resolved; serving it as {picked}."), picked
+
+
+def remote_code_verdict(
+    facts: ModelFacts, spec: InferenceServiceClassSpec, recipes: Sequence[InferenceRecipe]
+) -> Verdict | None:
+    """RemoteCodeNotAllowed when the model needs the code of its repository (``auto_map`` in its
+    config.json) and no recipe of the class trusts remote code; None otherwise.
+
+    ``recipes`` are every recipe the controller knows; the class's ``spec.recipes`` narrows them.
+    Such a model must not be planned: vLLM would refuse to start it without ``--trust-remote-code``.
+    """
+    if not facts.requires_remote_code:
+        return None
+    allowed = set(spec.recipes or ()) or {r.metadata.name for r in recipes}
+    if any(r.metadata.name in allowed and r.spec.trust_remote_code for r in recipes):
+        return None
+    return false(
+        r.REMOTE_CODE_NOT_ALLOWED,
+        f"{facts.name} needs code from its repository (`auto_map` in config.json) and no recipe of the class "
+        "trusts remote code: your administrator must set `spec.trustRemoteCode: true` on a recipe of the "
+        "class, or choose a model that runs without it.",
+    )
 
 
 def _human(n: int) -> str:

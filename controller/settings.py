@@ -7,11 +7,16 @@ the key, so a typo fails the start rather than a reconcile.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from shared.api.scheduling import Toleration
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+ACCESS_MODES = ("ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany")
 
 
 class SettingsError(ValueError):
@@ -39,6 +44,20 @@ class Settings(BaseModel):
     endpoint_issuer: str = "inference-endpoints"
     endpoint_issuer_kind: str = "ClusterIssuer"
     model_storage_class: str = ""
+    # ReadWriteOnce: every block-storage class has it, but the volume attaches to one node at a time,
+    # so the Deployment is replaced with Recreate and replicas share the node. ReadWriteMany (NFS,
+    # CephFS...) lets replicas spread and the Deployment roll (docs/admin-guide.md, "Model volumes").
+    model_volume_access_mode: str = "ReadWriteOnce"
+    # Tolerations and node selector of every runtime pod (GPU nodes are usually tainted); a class
+    # adds its own (`spec.placement.tolerations` / `nodeSelector`). JSON in the ConfigMap.
+    gpu_node_tolerations: tuple[Toleration, ...] = ()
+    gpu_node_selector: dict[str, str] = {}
+    # The endpoint Certificate's lifetime and when cert-manager renews it (Go durations).
+    endpoint_certificate_duration: str = "2160h"
+    endpoint_certificate_renew_before: str = "720h"
+    # Throughputs the startup probe and the progress deadline are sized with (controller/render/timing.py).
+    model_load_mib_per_second: float = 200.0
+    model_download_mib_per_second: float = 50.0
     model_fetcher_image: str = ""  # defaults to the recipe's image, which ships the `hf` CLI
     claim_grace_seconds: float = 60.0
     scale_up_grace_seconds: float = 120.0
@@ -61,6 +80,13 @@ _KEYS: dict[str, str] = {
     "endpointIssuer": "endpoint_issuer",
     "endpointIssuerKind": "endpoint_issuer_kind",
     "modelStorageClass": "model_storage_class",
+    "modelVolumeAccessMode": "model_volume_access_mode",
+    "gpuNodeTolerations": "gpu_node_tolerations",
+    "gpuNodeSelector": "gpu_node_selector",
+    "endpointCertificateDuration": "endpoint_certificate_duration",
+    "endpointCertificateRenewBefore": "endpoint_certificate_renew_before",
+    "modelLoadMiBPerSecond": "model_load_mib_per_second",
+    "modelDownloadMiBPerSecond": "model_download_mib_per_second",
     "modelFetcherImage": "model_fetcher_image",
     "claimGraceSeconds": "claim_grace_seconds",
     "scaleUpGraceSeconds": "scale_up_grace_seconds",
@@ -85,6 +111,9 @@ def parse_settings(data: Mapping[str, str] | None, env: Mapping[str, str]) -> Se
         if field is None or raw == "":
             continue
         annotation = Settings.model_fields[field].annotation
+        if field in _JSON_FIELDS:
+            values[field] = _json_value(key, raw)
+            continue
         try:
             if annotation is bool:
                 values[field] = _BOOL[raw.strip().lower()]
@@ -98,7 +127,28 @@ def parse_settings(data: Mapping[str, str] | None, env: Mapping[str, str]) -> Se
             raise SettingsError(
                 f"module setting `{key}`: {raw!r} is not a valid {getattr(annotation, '__name__', annotation)}"
             ) from e
-    settings = Settings.model_validate(values)
+    try:
+        settings = Settings.model_validate(values)
+    except ValidationError as e:
+        first = e.errors()[0]
+        key = next((k for k, f in _KEYS.items() if first["loc"] and f == first["loc"][0]), "?")
+        raise SettingsError(f"module setting `{key}`: {first['msg']}") from e
+    if settings.model_volume_access_mode not in ACCESS_MODES:
+        raise SettingsError(
+            f"module setting `modelVolumeAccessMode`: must be one of {', '.join(ACCESS_MODES)}, "
+            f"not {settings.model_volume_access_mode!r}"
+        )
     if settings.probe_failure_threshold < 1:
         raise SettingsError("module setting `probeFailureThreshold`: must be at least 1")
     return settings
+
+
+_JSON_FIELDS = frozenset({"gpu_node_tolerations", "gpu_node_selector"})
+
+
+def _json_value(key: str, raw: str) -> Any:
+    """A setting written as JSON in the ConfigMap (a list of tolerations, a map of labels)."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise SettingsError(f"module setting `{key}`: {raw!r} is not valid JSON ({e.msg})") from e

@@ -1,1 +1,1 @@
-"""Developer tools: the demo (make demo/up/down), CRD generation, cert-manager CRDs."""
+"""Developer tools: the demo (make demo/up/down), CRD generation, cert-manager and LeaderWorkerSet."""

@@ -46,10 +46,10 @@ def read_versions(text: str) -> dict[str, str]:
     return out
 
 
-def pinned_version(versions_env: pathlib.Path = VERSIONS_ENV) -> str:
-    version = read_versions(versions_env.read_text()).get("CERT_MANAGER_VERSION")
+def pinned_version(versions_env: pathlib.Path = VERSIONS_ENV, *, key: str = "CERT_MANAGER_VERSION") -> str:
+    version = read_versions(versions_env.read_text()).get(key)
     if not version:
-        raise CertManagerError(f"CERT_MANAGER_VERSION is not set in {versions_env}")
+        raise CertManagerError(f"{key} is not set in {versions_env}")
     return version
 
 
@@ -70,12 +70,12 @@ def crd_files(module_dir: pathlib.Path) -> list[pathlib.Path]:
     return files
 
 
-def download_module(version: str, *, go: str = "go") -> pathlib.Path:
-    """``go mod download -json`` the module; returns its extracted directory."""
+def download_module(version: str, *, go: str = "go", module: str = MODULE) -> pathlib.Path:
+    """``go mod download -json`` the module (cert-manager unless told); returns its extracted directory."""
     if shutil.which(go) is None:
-        raise CertManagerError("`go` is not on PATH: cert-manager comes from the Go module proxy")
+        raise CertManagerError(f"`go` is not on PATH: {module} comes from the Go module proxy")
     proc = subprocess.run(
-        [go, "mod", "download", "-json", f"{MODULE}@{version}"],
+        [go, "mod", "download", "-json", f"{module}@{version}"],
         capture_output=True,
         text=True,
         check=False,
@@ -88,7 +88,7 @@ def download_module(version: str, *, go: str = "go") -> pathlib.Path:
         raise CertManagerError(f"go mod download: unreadable output: {proc.stdout[:200]!r}") from e
     if proc.returncode != 0 or info.get("Error") or not info.get("Dir"):
         why = info.get("Error") or proc.stderr
-        raise CertManagerError(f"go mod download {MODULE}@{version} failed: {why}")
+        raise CertManagerError(f"go mod download {module}@{version} failed: {why}")
     return pathlib.Path(info["Dir"])
 
 

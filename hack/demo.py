@@ -34,10 +34,11 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from hack import procs
+from hack import lws, procs
 from hack.cert_manager import crds_dir
 from shared import reasons
 from tests.cluster import launcher, pki
+from tests.cluster.identity import service_account_kubeconfig
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NAMESPACE = "d8-inference"
@@ -47,7 +48,7 @@ LOCAL_OVERLAY = ROOT / "deploy" / "overlays" / "local"
 WEBHOOKS = ROOT / "deploy" / "webhook" / "webhooks.yaml"
 OUR_CRDS = ("inferenceservices", "inferenceserviceclasses", "inferencerecipes")
 # Local process names, in start order; `down` stops them in reverse.
-PROCESSES = ("hub-mirror", "runtime-standin", "webhook", "controller")
+PROCESSES = ("hub-mirror", "runtime-standin", "webhook", "lws-controller", "controller")
 CONTROLLER_METRICS_PORT = 18080
 CONTROLLER_HEALTH_PORT = 18081
 HUB_MIRROR_LINE = r"HF mirror listening on (http://\S+)"
@@ -346,7 +347,16 @@ def configure(demo: Demo, *, runtime_address: str) -> None:
 
 
 def start_controller(demo: Demo, *, hf_endpoint: str) -> None:
-    say(f"controller (python -m controller), Hugging Face endpoint {hf_endpoint}")
+    say(
+        f"controller (python -m controller) as ServiceAccount {NAMESPACE}/inference-controller, Hub {hf_endpoint}"
+    )
+    kubeconfig = service_account_kubeconfig(
+        kubectl=demo._bin_dir() / "kubectl",
+        admin_kubeconfig=demo.kubeconfig,
+        namespace=NAMESPACE,
+        name="inference-controller",
+        out=demo.state / "controller.kubeconfig",
+    )
     bg = procs.start(
         "controller",
         [
@@ -354,7 +364,7 @@ def start_controller(demo: Demo, *, hf_endpoint: str) -> None:
             "-m",
             "controller",
             "--kubeconfig",
-            str(demo.kubeconfig),
+            str(kubeconfig),
             "--namespace",
             NAMESPACE,
             "--settings-configmap",
@@ -410,6 +420,7 @@ def up(demo: Demo) -> None:
     runtime = start_runtime(demo)
     configure(demo, runtime_address=runtime)
     start_webhook(demo)
+    lws.up(demo)  # LeaderWorkerSet: CRDs, controller, webhooks (hack/lws.py)
     start_controller(demo, hf_endpoint=hf_endpoint)
     demo.write("runtimeAddress", runtime)
     demo.write("hfEndpoint", hf_endpoint)

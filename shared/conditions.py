@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from shared import reasons as r
@@ -104,16 +104,6 @@ def chain_conditions(
         r.SCALING_HEALTHY, unknown(r.RECONCILING, "Scaling is judged once the order is Ready.")
     )
     return out
-
-
-def first_failing(conditions: Iterable[Condition]) -> Condition | None:
-    """The first chain condition that is not True, in chain order."""
-    by_type = {c.type: c for c in conditions}
-    for type_ in r.CHAIN:
-        c = by_type.get(type_)
-        if c is None or c.status != "True":
-            return c
-    return None
 
 
 def derive_phase(conditions: Sequence[Condition]) -> Phase:

@@ -47,4 +47,4 @@ def short_hash(text: str, n: int = 8) -> str:
 RUNTIME_PORT = 8443
 TLS_MOUNT_PATH = "/etc/inference/tls"
 MODEL_MOUNT_PATH = "/models"
-API_KEY_ENV = "INFERENCE_API_KEY"
+API_KEY_ENV = "VLLM_API_KEY"  # vLLM reads its API key from this variable (vllm/envs.py)

@@ -56,7 +56,7 @@ def parse_quantity(text: str | int | float) -> Decimal:
 
 
 def parse_bytes(text: str | int | float) -> int:
-    """A quantity of bytes, rounded up to a whole byte."""
+    """A quantity of bytes, rounded up to a whole byte (the renderer sizes probes from volumes)."""
     return math.ceil(parse_quantity(text))
 
 

@@ -39,6 +39,9 @@ PARAMETER_COUNT_NOT_ALLOWED: Final = "ParameterCountNotAllowed"
 CATALOG_DISABLED: Final = "CatalogDisabled"
 # Not in api.md's table but needed: the class's allowedSources excludes the order's source.
 SOURCE_NOT_ALLOWED: Final = "SourceNotAllowed"
+# Not in api.md's table: the model's config.json needs code of its repository (`auto_map`) and no
+# recipe of the class opts in with `trustRemoteCode`.
+REMOTE_CODE_NOT_ALLOWED: Final = "RemoteCodeNotAllowed"
 
 # Planned
 PLANNED_OK: Final = "Planned"
@@ -75,6 +78,7 @@ TERMINAL: Final[frozenset[str]] = frozenset(
         PARAMETER_COUNT_NOT_ALLOWED,
         CATALOG_DISABLED,
         SOURCE_NOT_ALLOWED,
+        REMOTE_CODE_NOT_ALLOWED,
         QUANTIZATION_MISMATCH,
         NO_COMPATIBLE_RUNTIME_AVAILABLE,
         PLACEMENT_UNDECIDABLE,

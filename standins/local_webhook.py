@@ -2,7 +2,7 @@
 
 In a cluster, cert-manager issues the serving certificate and injects the CA into the webhook
 configurations of ``deploy/webhook/webhooks.yaml``. Locally this module does both: it makes a CA
-and a serving certificate (``webhook.local_pki``) and registers the same configurations with a
+and a serving certificate (``devtools.local_pki``) and registers the same configurations with a
 ``url`` client config and the CA bundle. Used by ``make demo`` and the integration fixtures.
 
     python -m standins.local_webhook register --kubeconfig .cluster/kubeconfig --port 9443 --dir .cluster/webhook
@@ -26,7 +26,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from webhook.local_pki import ServingPki, make_serving_pki
+from devtools.local_pki import ServingPki, make_serving_pki
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WEBHOOKS_YAML = ROOT / "deploy" / "webhook" / "webhooks.yaml"

@@ -15,7 +15,7 @@ from shared.api.base import API_GROUP, API_VERSION
 from webhook.mutate_order import pruning
 from webhook.review import Response, Review, allow, deny, refuse_internal, request_of
 from webhook.validate_class import class_problems
-from webhook.validate_order import order_problems
+from webhook.validate_order import order_name_problems, order_problems
 from webhook.validate_recipe import recipe_problems
 
 Decision = Callable[[Review, Mapping[str, Any]], Response]
@@ -28,6 +28,14 @@ def _validating(problems_of: Callable[[Mapping[str, Any]], list[str]]) -> Decisi
         return deny(review, problems) if problems else allow(review)
 
     return decide
+
+
+def _validate_order(review: Review, obj: Mapping[str, Any]) -> Response:
+    """The order's fields, and on CREATE its name (names are immutable: UPDATE never checks it)."""
+    problems = order_problems(obj)
+    if request_of(review).get("operation") == "CREATE":
+        problems = order_name_problems(obj) + problems
+    return deny(review, problems) if problems else allow(review)
 
 
 def _mutate_order(review: Review, obj: Mapping[str, Any]) -> Response:
@@ -48,7 +56,7 @@ class Route:
 
 ROUTES: tuple[Route, ...] = (
     Route("/mutate-inferenceservice", "InferenceService", "inferenceservices", _mutate_order, mutating=True),
-    Route("/validate-inferenceservice", "InferenceService", "inferenceservices", _validating(order_problems)),
+    Route("/validate-inferenceservice", "InferenceService", "inferenceservices", _validate_order),
     Route(
         "/validate-inferenceserviceclass",
         "InferenceServiceClass",

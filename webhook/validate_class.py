@@ -2,7 +2,8 @@
 
 Checks what the CRD schema cannot: bounds in order (parameter count, replicas), the placement
 selector compiling as a DRA CEL expression (``shared.cel.selector_error``), names of referenced
-objects, and no value listed twice. Every problem is reported at once.
+objects, node selector and tolerations the pod would accept (``webhook.validate_scheduling``), and
+no value listed twice. Every problem is reported at once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from shared.api.enums import (
 from shared.cel import selector_error
 from shared.quantity import QuantityError, parse_parameter_count
 from webhook.problems import Problems, shown
+from webhook.validate_scheduling import scheduling_problems
 
 MAX_SELECTOR_LENGTH = 10240
 
@@ -101,6 +103,7 @@ def _placement(problems: Problems, placement: Mapping[str, Any]) -> None:
             problems.add((*base, "selector"), f"must be a CEL expression DRA can evaluate: {error}")
     problems.enum_list(placement, (*base, "sharingModes"), SHARING_MODES, required=False, non_empty=True)
     problems.integer(placement, (*base, "maxAcceleratorsPerReplica"), required=False, minimum=1, maximum=64)
+    scheduling_problems(problems, placement, base)
 
 
 def _scaling(problems: Problems, scaling: Mapping[str, Any]) -> None:

@@ -3,6 +3,10 @@
 The CRD schema checks the same union with CEL, with the same messages; this adds what a schema
 cannot say well (the Hub's own repo id and git ref rules, DNS names of referenced objects) and
 reports every problem at once. Model and class may change on UPDATE, so only the new object is read.
+
+On CREATE the name must also be a DNS-1035 label (``order_name_problems``): the order's Service takes
+its name, and a name the CRD accepts (``llama3.1``, ``8b-chat``) would otherwise fail later as
+WorkloadFailed. Names are immutable, so an UPDATE is never refused for its name.
 """
 
 from __future__ import annotations
@@ -20,6 +24,23 @@ REVISION = re.compile(REVISION_PATTERN)
 SECRET_KEY = re.compile(SECRET_KEY_PATTERN)
 
 _SRC = "`spec.model.src` is"
+DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+MAX_NAME = 63
+
+
+def order_name_problems(obj: Mapping[str, Any]) -> list[str]:
+    """The order's name must be a DNS-1035 label: its Service, endpoint host and labels carry it."""
+    metadata = obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return []  # generateName is resolved before admission; nothing to say about a missing name
+    if len(name) <= MAX_NAME and DNS_1035_LABEL.match(name):
+        return []
+    return [
+        f"`metadata.name`: must be a DNS-1035 label, because the order's Service takes its name: at most "
+        f"{MAX_NAME} characters, lower case letters, digits and `-`, starting with a letter and ending with a "
+        f'letter or digit (regex `[a-z]([-a-z0-9]*[a-z0-9])?`), not "{name}"'
+    ]
 
 
 def order_problems(obj: Mapping[str, Any]) -> list[str]:

@@ -34,8 +34,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from bench.webhook.load import Result, closed_loop, http_request, open_loop
+from devtools.local_pki import ServingPki, make_serving_pki
 from tests.unit.webhook.builders import make_order, make_review
-from webhook.local_pki import ServingPki, make_serving_pki
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -14,51 +14,30 @@ the reservation of an order from the plan it has in force, never from memory alo
 
 Updates are incremental: a ResourceSlice or claim event costs time in proportion to that object.
 A slice that cannot be read is skipped and reported (``unreadable``), never fatal for the fleet.
-``epoch`` grows whenever capacity grows (a device added, an allocation or reservation released),
-so an order that found nothing knows when trying again can help.
+``epoch`` grows whenever capacity grows (a device published that was not there before, an
+allocation or reservation released), so an order that found nothing knows when trying again can
+help.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from controller.planner.inventory import (
-    Device,
-    DeviceKey,
-    Inventory,
-    classify,
-    parse_device_class,
-    parse_slice,
-)
+from controller.planner.inventory import Device, DeviceKey, Inventory
+from controller.planner.roster import Fleet
+from controller.planner.slices import classify, parse_device_class, parse_slice
+from controller.planner.uses import Reservation, Use, claim_use, use_of, with_devices
 from shared.cel import Selector
-from shared.quantity import parse_quantity
+
+__all__ = ["Ledger", "OrderKey", "Reservation", "Use", "use_of", "with_devices"]
 
 Obj = Mapping[str, Any]
 OrderKey = tuple[str, str]  # (namespace, name)
 CounterKey = tuple[str, str, str, str]  # (driver, pool, counter set, counter)
-
-
-@dataclass(frozen=True, slots=True)
-class Use:
-    """What one claim or reservation takes: whole devices, or memory on shared devices."""
-
-    whole: frozenset[DeviceKey] = frozenset()
-    shared: tuple[tuple[DeviceKey, int], ...] = ()  # (device, bytes) on multiple-allocation devices
-
-    @property
-    def keys(self) -> frozenset[DeviceKey]:
-        return self.whole | frozenset(k for k, _ in self.shared)
-
-
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    plan_hash: str
-    use: Use
 
 
 @dataclass
@@ -81,8 +60,8 @@ class Ledger:
         self._reservations: dict[OrderKey, Reservation] = {}
         self._exhausted: dict[OrderKey, int] = {}
         self._epoch = 0
-        self._devices: tuple[Device, ...] | None = None  # the sorted fleet, rebuilt only on slice change
-        self._shared: frozenset[DeviceKey] | None = None  # its multiple-allocation devices
+        self._fleet = Fleet()  # devices in order, their index and groups, changed with each slice
+        self._all_counters: dict[CounterKey, Decimal] | None = None  # every slice's, same lifetime
 
     # ------------------------------------------------------------------ informer feed
 
@@ -105,7 +84,9 @@ class Ledger:
     def on_slice(self, obj: Obj, *, deleted: bool = False) -> None:
         name = str(obj.get("metadata", {}).get("name", ""))
         with self._lock:
-            before = len(self._slices.devices.get(name, ()))
+            before = {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())}
+            for d in self._slices.devices.get(name, ()):
+                self._fleet.remove(d)
             self._slices.devices.pop(name, None)
             self._slices.counters.pop(name, None)
             self._slices.unreadable.pop(name, None)
@@ -116,18 +97,19 @@ class Ledger:
                 else:
                     devices, counters = parsed
                     self._slices.devices[name] = devices
+                    for d in devices:
+                        self._fleet.add(d)
                     self._slices.counters[name] = counters
-            self._devices = None
-            self._shared = None
-            if len(self._slices.devices.get(name, ())) > before:
-                self._epoch += 1
+            self._all_counters = None
+            if {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())} - before:
+                self._epoch += 1  # a device, or more memory on one, that was not there before
 
     def on_claim(self, obj: Obj, *, deleted: bool = False) -> bool:
         """Record a claim's allocation. Returns whether capacity was freed (waiting orders may fit)."""
         meta = obj.get("metadata", {})
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-        use = Use() if deleted else _claim_use(obj, self._shared_devices())
         with self._lock:
+            use = Use() if deleted else claim_use(obj, self._fleet.roster.index().by_key)
             before = self._claims.get(key, Use())
             if use.keys:
                 self._claims[key] = use
@@ -212,17 +194,30 @@ class Ledger:
             return dict(self._slices.unreadable)
 
     def over_committed(self) -> list[DeviceKey]:
-        """Devices taken whole by two claims or reservations at once (must always be empty)."""
+        """Devices booked twice (must always be empty): taken whole by two claims, by two
+        reservations, or by a reservation and another order's claim. A reservation overlapping the
+        order's own claim is not counted: between its allocation and ``settle`` the two stand for
+        the same place (the order's claims are named after its pods, ``<order>-...``)."""
         with self._lock:
-            seen: dict[DeviceKey, int] = {}
-            for use in [*self._claims.values(), *(r.use for r in self._reservations.values())]:
-                for k in use.whole:
-                    seen[k] = seen.get(k, 0) + 1
-            return sorted(k for k, n in seen.items() if n > 1)
+            out: set[DeviceKey] = set()
+            seen: dict[DeviceKey, tuple[str, str]] = {}
+            for (ns, name), use in self._claims.items():
+                out.update(k for k in use.whole if k in seen)
+                seen.update(dict.fromkeys(use.whole, (ns, name)))
+            booked: set[DeviceKey] = set()
+            for (ns, order), reservation in self._reservations.items():
+                for k in reservation.use.whole:
+                    if k in booked:
+                        out.add(k)
+                    booked.add(k)
+                    claim = seen.get(k)
+                    if claim is not None and not (claim[0] == ns and claim[1].startswith(f"{order}-")):
+                        out.add(k)
+            return sorted(out)
 
     def device_count(self) -> int:
         with self._lock:
-            return len(self._fleet())
+            return len(self._fleet.roster.devices())
 
     # ------------------------------------------------------------------ internals
 
@@ -233,27 +228,13 @@ class Ledger:
         if old is not None and old.use.keys - use.keys:
             self._epoch += 1
 
-    def _fleet(self) -> tuple[Device, ...]:
-        if self._devices is None:
-            devices = [d for ds in self._slices.devices.values() for d in ds]
-            devices.sort(key=lambda d: (d.node, d.key))
-            self._devices = tuple(devices)
-        return self._devices
-
-    def _shared_devices(self) -> frozenset[DeviceKey]:
-        with self._lock:
-            if self._shared is None:
-                self._shared = frozenset(d.key for d in self._fleet() if d.multiple_allocations)
-            return self._shared
-
     def _reclassify(self) -> None:
         """A DeviceClass changed: every device's class membership is computed again (rare)."""
         for name, devices in list(self._slices.devices.items()):
             self._slices.devices[name] = tuple(
                 classify(d, self._classes, self._class_errors) for d in devices
             )
-        self._devices = None
-        self._shared = None
+        self._fleet = Fleet(tuple(d for ds in self._slices.devices.values() for d in ds))
         self._epoch += 1
 
     def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
@@ -261,11 +242,11 @@ class Ledger:
         allocated: set[DeviceKey] = set()
         held: set[DeviceKey] = set()
         consumed: dict[DeviceKey, int] = {}
-        counters: dict[CounterKey, Decimal] = {}
-        for c in self._slices.counters.values():
-            counters.update(c)
-        fleet = self._fleet()
-        by_key = {d.key: d for d in fleet} if counters else {}
+        if self._all_counters is None:
+            self._all_counters = {k: v for c in self._slices.counters.values() for k, v in c.items()}
+        counters = dict(self._all_counters)
+        roster = self._fleet.roster
+        by_key = roster.index().by_key
 
         def take(use: Use) -> None:
             for k in use.whole:
@@ -287,40 +268,14 @@ class Ledger:
             if other != order:
                 take(reservation.use)
         return Inventory(
-            devices=fleet,
+            devices=roster.devices(),
             device_classes=frozenset(self._classes),
             device_class_errors=dict(self._class_errors),
             allocated=frozenset(allocated),
             consumed=consumed,
             held=frozenset(held),
             counters=counters,
+            index=roster.index(),
+            groups=self._fleet.groups,
+            groups_version=self._fleet.groups.version,
         )
-
-
-def _claim_use(claim: Obj, shared: frozenset[DeviceKey]) -> Use:
-    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
-        "results"
-    ) or []
-    whole: set[DeviceKey] = set()
-    parts: list[tuple[DeviceKey, int]] = []
-    for r in results:
-        key = (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
-        consumed = r.get("consumedCapacity") or {}
-        if key in shared and "memory" in consumed:
-            parts.append((key, math.ceil(parse_quantity(consumed["memory"]))))
-        else:
-            whole.add(key)
-    return Use(frozenset(whole), tuple(parts))
-
-
-def use_of(allocation: Iterable[DeviceKey], shared_bytes: int | None) -> Use:
-    """What a planner outcome takes: whole devices, or ``shared_bytes`` on each (TimeSlicing/MPS)."""
-    keys = tuple(allocation)
-    if shared_bytes is not None:
-        return Use(shared=tuple((k, shared_bytes) for k in keys))
-    return Use(whole=frozenset(keys))
-
-
-def with_devices(inventory: Inventory, devices: Iterable[Device]) -> Inventory:
-    """The same allocations over another set of devices (for tests and the benchmark)."""
-    return replace(inventory, devices=tuple(devices))

@@ -6,7 +6,9 @@ Candidates of one (device class, sharing mode):
   is tensor parallel, and the size must be a power of two dividing the attention heads.
 - MIG: one MIG device (``type: mig``); the smallest profile that fits comes first.
 - TimeSlicing / MPS: a share of one device that allows multiple allocations (DRA consumable
-  capacity on ``memory``); the smallest whole percentage that fits.
+  capacity on ``memory``); the smallest whole percentage that fits. Never MPS on a device of the
+  NVIDIA DRA driver: it refuses MPS on devices shared across claims (its ``ConsumableShares``), and
+  without that, one of its GPUs is never shared between two claims (docs/admin-guide.md).
 
 Candidates sort by the memory they take from the cluster, then device count, product name, node
 and device names, so that the smallest fit wins and ties break the same way every time.
@@ -26,6 +28,7 @@ from shared.cel import Semver
 
 MIB = 2**20
 SHARED_MODES = ("TimeSlicing", "MPS")
+NVIDIA_DRIVER = "gpu.nvidia.com"
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,8 @@ def mode_accepts(mode: str, device: Device) -> bool:
     if mode == "MIG":
         return device.kind == "mig"
     if device.kind == "mig":
+        return False
+    if mode == "MPS" and device.key[0] == NVIDIA_DRIVER:
         return False
     if mode in SHARED_MODES:
         return device.multiple_allocations and _strategy_allows(device, mode)

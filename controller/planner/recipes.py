@@ -1,7 +1,8 @@
 """Which InferenceRecipes can serve a model, and on which hardware. Pure.
 
 A recipe fits the model when it serves the endpoint type, loads the format and knows the
-architecture (``"*"`` or unset means all). It fits the hardware when it knows the model's
+architecture (``"*"`` or unset means all), and, for a model that needs the code of its repository
+(``auto_map`` in config.json), opts in with ``trustRemoteCode``. It fits the hardware when it knows the model's
 quantization method at a minimum compute capability the device reaches.
 """
 
@@ -59,8 +60,14 @@ def model_recipes(
         archs = spec.architectures or ["*"]
         if "*" not in archs and facts.architecture not in archs:
             continue
+        if facts.requires_remote_code and not trusts_remote_code(recipe):
+            continue
         out.append(RecipeChoice(recipe=recipe, min_capability=min_capability(recipe, method)))
     return out
+
+
+def trusts_remote_code(recipe: InferenceRecipe) -> bool:
+    return bool(recipe.spec.trust_remote_code)
 
 
 def min_capability(recipe: InferenceRecipe, method: str) -> Semver | None:

@@ -3,6 +3,18 @@
 Pooling endpoints use ``--runner pooling`` with ``--convert embed`` (Embeddings) or
 ``--convert classify`` (Rerank: the score API of classification models), as documented in vLLM's
 "Pooling Models" page since 0.10 (``--task`` is gone).
+
+- **Quantization**: no ``--quantization`` flag but for GGUF. vLLM reads the method from the
+  checkpoint's ``quantization_config`` and upgrades AWQ and GPTQ to its Marlin kernels where the
+  device allows; naming a method (``awq``) would force that exact kernel.
+- **The API key** is not an argument: vLLM reads ``VLLM_API_KEY`` from the environment, which the
+  renderer fills from the ``<order>-auth`` Secret (vLLM logs its non-default arguments).
+- **TLS**: ``--enable-ssl-refresh`` reloads the certificate when cert-manager renews it.
+- **Remote code**: ``--trust-remote-code`` only for a model whose config needs it; the planner picks
+  such a model only with a recipe that opts in (``trustRemoteCode``).
+
+Every flag emitted here is checked against the flags vLLM's own parser accepts, frozen per version
+(tests/unit/planner/test_vllm_flags.py).
 """
 
 from __future__ import annotations
@@ -16,11 +28,6 @@ MODEL_PATH = f"{names.MODEL_MOUNT_PATH}/model"  # where the model fetcher downlo
 TLS_CERT = f"{names.TLS_MOUNT_PATH}/tls.crt"
 TLS_KEY = f"{names.TLS_MOUNT_PATH}/tls.key"
 
-# Our method names -> vLLM's --quantization values. Methods absent here are detected by vLLM
-# from the checkpoint's quantization_config and need no flag.
-_QUANTIZATION_FLAG = {"awq": "awq_marlin", "gptq": "gptq_marlin", "fp8": "fp8", "gguf": "gguf"}
-_MARLIN_MIN = (8, 0)  # Marlin kernels need Ampere; older devices get the plain kernels
-
 
 @dataclass(frozen=True)
 class VllmLaunch:
@@ -32,9 +39,9 @@ class VllmLaunch:
     tensor_parallel_size: int
     max_model_len: int
     gpu_memory_utilization: float
-    quantization: str  # our method name
+    quantization: str  # our method name; vLLM detects it from the checkpoint
     compute_capability: tuple[int, int] | None
-    requires_token: bool
+    requires_token: bool  # the key comes from the environment (VLLM_API_KEY), never from the args
     extra_args: tuple[str, ...] = ()
 
 
@@ -55,22 +62,14 @@ def vllm_args(launch: VllmLaunch) -> list[str]:
         "--gpu-memory-utilization",
         f"{launch.gpu_memory_utilization:g}",
     ]
-    flag = _quantization_flag(launch.quantization, launch.compute_capability)
-    if flag:
-        args += ["--quantization", flag]
+    if launch.quantization == "gguf":
+        args += ["--quantization", "gguf"]  # GGUF files carry no quantization_config
+    if launch.facts.requires_remote_code:
+        args.append("--trust-remote-code")
     if launch.endpoint_type == "Embeddings":
         args += ["--runner", "pooling", "--convert", "embed"]
     elif launch.endpoint_type == "Rerank":
         args += ["--runner", "pooling", "--convert", "classify"]
-    args += ["--ssl-certfile", TLS_CERT, "--ssl-keyfile", TLS_KEY]
-    if launch.requires_token:
-        args.append(f"--api-key=$({names.API_KEY_ENV})")
+    args += ["--ssl-certfile", TLS_CERT, "--ssl-keyfile", TLS_KEY, "--enable-ssl-refresh"]
     args += list(launch.extra_args)
     return args
-
-
-def _quantization_flag(method: str, capability: tuple[int, int] | None) -> str | None:
-    flag = _QUANTIZATION_FLAG.get(method)
-    if flag and flag.endswith("_marlin") and (capability is None or capability < _MARLIN_MIN):
-        return flag.removesuffix("_marlin")
-    return flag

@@ -1,6 +1,6 @@
 """The ai.deckhouse.io/v1alpha1 API as pydantic models, camelCase on the wire.
 
-The CRDs under ``deploy/crds`` are generated from these models (``python -m shared.crdgen``), so
+The CRDs under ``deploy/crds`` are generated from these models (``hack/gen_crds.py``, with ``devtools.crdgen``), so
 the two cannot drift apart: a test regenerates them and compares.
 """
 

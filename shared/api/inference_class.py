@@ -9,6 +9,7 @@ from pydantic import Field
 from shared.api.base import ApiModel, ObjectMeta
 from shared.api.condition import Condition
 from shared.api.enums import Authentication, EndpointType, ExposureType, ModelFormat, ModelSource, SharingMode
+from shared.api.scheduling import Toleration
 
 PARAMETER_COUNT_PATTERN = r"^([0-9]+|[0-9]+(\.[0-9]+)?[KMBT])$"
 
@@ -75,6 +76,17 @@ class Placement(ApiModel):
         description="Most devices one replica may use for tensor parallelism. Defaults to 8.",
         ge=1,
         le=64,
+    )
+    node_selector: dict[str, str] | None = Field(
+        default=None,
+        description="Node labels the runtime pods require, added to the module's GPU node selector (a key "
+        'set by both takes this value), for example `nvidia.com/gpu.present: "true"`.',
+    )
+    tolerations: list[Toleration] | None = Field(
+        default=None,
+        description="Taints of GPU nodes the runtime pods tolerate, in addition to the module's GPU node "
+        "tolerations, for example `{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}`.",
+        max_length=32,
     )
 
 

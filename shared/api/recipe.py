@@ -54,6 +54,12 @@ class InferenceRecipeSpec(ApiModel):
         ge=0.5,
         le=0.98,
     )
+    trust_remote_code: bool | None = Field(
+        default=None,
+        description="Serve models whose config.json names code of the repository (`auto_map`), running it "
+        "with `--trust-remote-code`. That code runs in the runtime pod with the model's permissions: enable "
+        "it only for repositories you trust. Defaults to false: such models are refused (RemoteCodeNotAllowed).",
+    )
     extra_args: list[str] | None = Field(default=None, description="Arguments appended to the launch plan's.")
 
 

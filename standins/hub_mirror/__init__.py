@@ -38,13 +38,20 @@ class RunningMirror:
         with self.state.lock:
             self.state.requests.clear()
 
-    def inject_fault(self, status: int, *, match: str = "") -> None:
+    def request_count(self, kind: str | None = None) -> int:
+        """Hub requests served so far (of one ``kind``: model_info, file_get, file_range, file_head)."""
         with self.state.lock:
-            self.state.fault_status, self.state.fault_match = status, match
+            return sum(1 for r in self.state.requests if kind is None or r.kind == kind)
+
+    def inject_fault(
+        self, status: int, *, match: str = "", retry_after: str | None = None, times: int | None = None
+    ) -> None:
+        """Answer Hub requests whose path contains ``match`` with ``status`` (and a ``Retry-After``
+        header when given): the next ``times`` of them, or all until ``clear_faults``."""
+        self.state.set_fault(status, match, retry_after, times)
 
     def clear_faults(self) -> None:
-        with self.state.lock:
-            self.state.fault_status, self.state.fault_match = None, ""
+        self.state.set_fault(None)
 
     def stop(self) -> None:
         self._server.shutdown()

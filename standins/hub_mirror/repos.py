@@ -140,7 +140,7 @@ def build_repo(facts: Mapping[str, Any]) -> Repo:
         for t in tensors:
             counts[t.dtype] += t.count
         repo.parameters = dict(counts)
-        files.update(_safetensors_files(tensors, shards))
+        files.update(_safetensors_files(tensors, shards, facts.get("safetensors_shard_name") or SHARD_NAME))
     repo.files = dict(sorted(files.items()))
     return repo
 
@@ -156,7 +156,13 @@ def _text_file(name: str, text: str) -> RepoFile:
     return RepoFile(name, len(data), data)
 
 
-def _safetensors_files(tensors: list[Tensor], shards: int) -> dict[str, RepoFile]:
+SHARD_NAME = "model-{i:05d}-of-{n:05d}.safetensors"
+"""transformers' shard names; a repository may name its own (DeepSeek-V3: ``-of-000163``)."""
+
+
+def _safetensors_files(
+    tensors: list[Tensor], shards: int, shard_name: str = SHARD_NAME
+) -> dict[str, RepoFile]:
     """``model.safetensors``, or ``shards`` files plus the index, split by cumulative bytes."""
     total = sum(t.nbytes for t in tensors)
     groups: list[list[Tensor]] = [[] for _ in range(shards)]
@@ -170,7 +176,7 @@ def _safetensors_files(tensors: list[Tensor], shards: int) -> dict[str, RepoFile
     files: dict[str, RepoFile] = {}
     weight_map: dict[str, str] = {}
     for i, group in enumerate(groups, start=1):
-        name = f"model-{i:05d}-of-{shards:05d}.safetensors"
+        name = shard_name.format(i=i, n=shards)
         files[name] = _shard(name, group)
         weight_map.update({t.name: name for t in group})
     index_doc = {"metadata": {"total_size": total}, "weight_map": weight_map}

@@ -15,6 +15,8 @@ Control routes for tests, outside the Hub protocol:
 
 - ``POST /_mirror/faults`` ``{"status": 503, "match": "<substring of the path>"}`` makes every Hub
   request (or those whose path contains ``match``) answer that status until ``DELETE /_mirror/faults``;
+  ``"retryAfter": "2"`` (seconds or an HTTP date) adds a ``Retry-After`` header to the fault, and
+  ``"times": n`` answers only the next n matching requests with it (then the fault clears itself);
 - ``GET /_mirror/requests`` lists the Hub requests served so far; ``DELETE`` clears the list.
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -47,6 +50,7 @@ class Request:
     kind: str  # model_info | file_head | file_get | file_range | other
     status: int
     authorized: bool  # whether it carried a Bearer token the mirror accepts
+    at: float = field(default_factory=time.monotonic)  # when it was answered (monotonic seconds)
 
 
 @dataclass
@@ -57,6 +61,8 @@ class MirrorState:
     tokens: frozenset[str]
     fault_status: int | None = None
     fault_match: str = ""
+    fault_retry_after: str | None = None
+    fault_times: int | None = None  # matching requests left to fail; None: until cleared
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -64,11 +70,25 @@ class MirrorState:
         with self.lock:
             self.requests.append(request)
 
-    def fault_for(self, path: str) -> int | None:
+    def set_fault(
+        self, status: int | None, match: str = "", retry_after: str | None = None, times: int | None = None
+    ) -> None:
         with self.lock:
-            if self.fault_status is not None and self.fault_match in path:
-                return self.fault_status
-            return None
+            self.fault_status, self.fault_match = status, match
+            self.fault_retry_after, self.fault_times = retry_after, times
+
+    def fault_for(self, path: str) -> tuple[int, str | None] | None:
+        """The status and Retry-After this request answers with, when a fault matches it."""
+        with self.lock:
+            if self.fault_status is None or self.fault_match not in path:
+                return None
+            fault = (self.fault_status, self.fault_retry_after)
+            if self.fault_times is not None:
+                self.fault_times -= 1
+                if self.fault_times <= 0:
+                    self.fault_status, self.fault_match = None, ""
+                    self.fault_retry_after, self.fault_times = None, None
+            return fault
 
 
 class MirrorServer(ThreadingHTTPServer):
@@ -120,16 +140,16 @@ class MirrorHandler(BaseHTTPRequestHandler):
             ranged = bool(self.headers.get("Range"))
             kind = "file_head" if method == "HEAD" else ("file_range" if ranged else "file_get")
         self._record = (method, path, kind, self._token() in state.tokens)
-        status = state.fault_for(path)
-        if status is not None:
-            self._error(status, "", f"Injected fault: HTTP {status}.", method)
+        fault = state.fault_for(path)
+        if fault is not None:
+            self._error(fault[0], "", f"Injected fault: HTTP {fault[0]}.", method, retry_after=fault[1])
         elif kind == "model_info" and info:
-            status = self._model_info(info.group(1), info.group(2), parse_qs(url.query))
+            self._model_info(info.group(1), info.group(2), parse_qs(url.query))
         elif kind.startswith("file_") and resolve:
             repo_id, rev, file = resolve.group(1), unquote(resolve.group(2)), unquote(resolve.group(3))
-            status = self._file(method, repo_id, rev, file)
+            self._file(method, repo_id, rev, file)
         else:
-            status = self._error(404, "", "Not found.", method)
+            self._error(404, "", "Not found.", method)
 
     def send_response(self, code: int, message: str | None = None) -> None:
         """Records the Hub request before the client can see any answer (tests count right after)."""
@@ -203,13 +223,17 @@ class MirrorHandler(BaseHTTPRequestHandler):
         state = self.server.state
         if path == "/_mirror/faults" and method == "POST":
             body = self._body()
-            with state.lock:
-                state.fault_status = int(body["status"])
-                state.fault_match = str(body.get("match", ""))
-            self._json(200, {"status": state.fault_status, "match": state.fault_match})
+            retry_after = body.get("retryAfter")
+            times = body.get("times")
+            state.set_fault(
+                int(body["status"]),
+                str(body.get("match", "")),
+                None if retry_after is None else str(retry_after),
+                None if times is None else int(times),
+            )
+            self._json(200, {"status": int(body["status"]), "match": str(body.get("match", ""))})
         elif path == "/_mirror/faults" and method == "DELETE":
-            with state.lock:
-                state.fault_status, state.fault_match = None, ""
+            state.set_fault(None)
             self._json(200, {})
         elif path == "/_mirror/requests" and method == "GET":
             with state.lock:
@@ -237,10 +261,14 @@ class MirrorHandler(BaseHTTPRequestHandler):
     def _json(self, status: int, doc: Any) -> int:
         return self._send(status, json.dumps(doc).encode(), {"Content-Type": "application/json"}, "GET")
 
-    def _error(self, status: int, code: str, message: str, method: str) -> int:
+    def _error(
+        self, status: int, code: str, message: str, method: str, *, retry_after: str | None = None
+    ) -> int:
         headers = {"Content-Type": "application/json", "X-Error-Message": message}
         if code:
             headers["X-Error-Code"] = code
+        if retry_after is not None:
+            headers["Retry-After"] = retry_after
         return self._send(status, json.dumps({"error": message}).encode(), headers, method)
 
     def _send(self, status: int, body: bytes, headers: dict[str, str], method: str) -> int:

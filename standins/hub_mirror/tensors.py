@@ -4,7 +4,8 @@ The mirror serves no weights: each safetensors file is its real JSON header foll
 header lists the tensor names, dtypes and shapes a real checkpoint of that architecture has, so
 ``get_safetensors_metadata()`` counts the same parameters per dtype as the Hub publishes.
 Architectures known here: Llama-family decoders (llama, mistral, qwen2, qwen3), phi3 (fused qkv and
-gate/up), BERT encoders and XLM-RoBERTa sequence classifiers; AWQ (GEMM packing) and block-FP8
+gate/up), DeepSeek-V3 (multi-head latent attention, routed and shared experts, the multi-token
+prediction layer), BERT encoders and XLM-RoBERTa sequence classifiers; AWQ (GEMM packing) and block-FP8
 quantized linear layers.
 """
 
@@ -45,6 +46,8 @@ def tensors_for(config: Mapping[str, Any]) -> list[Tensor]:
         return list(_decoder(config))
     if model_type == "phi3":
         return list(_decoder(config, fused=True))
+    if model_type == "deepseek_v3":
+        return list(_deepseek_v3(config))
     if model_type == "bert":
         return list(_encoder(config, prefix="", pooler=True))
     if model_type in ("xlm-roberta", "roberta"):
@@ -94,8 +97,11 @@ def _decoder(config: Mapping[str, Any], *, fused: bool = False) -> Iterator[Tens
         yield Tensor("lm_head.weight", dt, (vocab, hidden))
 
 
-def _linear_maker(config: Mapping[str, Any], dt: str) -> Any:
-    """A function (name, in, out, bias) -> tensors, for the checkpoint's quantization."""
+def _linear_maker(config: Mapping[str, Any], dt: str, *, scale_dtype: str | None = None) -> Any:
+    """A function (name, in, out, bias) -> tensors, for the checkpoint's quantization.
+
+    Block-FP8 scales are in ``scale_dtype`` (default: the checkpoint's dtype, as in Qwen3 FP8; DeepSeek-V3
+    stores them as F32)."""
     quant = config.get("quantization_config") or {}
     method = quant.get("quant_method")
 
@@ -116,7 +122,8 @@ def _linear_maker(config: Mapping[str, Any], dt: str) -> Any:
     def fp8_block(name: str, n_in: int, n_out: int, *, bias: bool = False) -> Iterator[Tensor]:
         bo, bi = (int(x) for x in quant["weight_block_size"])
         yield Tensor(f"{name}.weight", "F8_E4M3", (n_out, n_in))
-        yield Tensor(f"{name}.weight_scale_inv", dt, (math.ceil(n_out / bo), math.ceil(n_in / bi)))
+        scales = (math.ceil(n_out / bo), math.ceil(n_in / bi))
+        yield Tensor(f"{name}.weight_scale_inv", scale_dtype or dt, scales)
         if bias:
             yield Tensor(f"{name}.bias", dt, (n_out,))
 
@@ -127,6 +134,63 @@ def _linear_maker(config: Mapping[str, Any], dt: str) -> Any:
     if method:
         raise UnknownArchitectureError(f"no tensor layout for quant_method {method!r}")
     return plain
+
+
+def _deepseek_v3(config: Mapping[str, Any]) -> Iterator[Tensor]:
+    """DeepSeek-V3's checkpoint: MLA attention (low-rank q and kv with their norms), dense MLP in the first
+    ``first_k_dense_replace`` layers then MoE (router with its F32 correction bias, routed and shared
+    experts), and ``num_nextn_predict_layers`` MTP layers after the main ones, each with its own copy of
+    the embedding and the output head."""
+    dt = _float_dtype(config)
+    hidden = int(config["hidden_size"])
+    heads = int(config["num_attention_heads"])
+    q_rank, kv_rank = int(config["q_lora_rank"]), int(config["kv_lora_rank"])
+    nope, rope, v_dim = (int(config[k]) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+    vocab = int(config["vocab_size"])
+    layers = int(config["num_hidden_layers"])
+    linear = _linear_maker(config, dt, scale_dtype="F32")
+
+    def mlp(prefix: str, inter: int) -> Iterator[Tensor]:
+        yield from linear(f"{prefix}.gate_proj", hidden, inter)
+        yield from linear(f"{prefix}.up_proj", hidden, inter)
+        yield from linear(f"{prefix}.down_proj", inter, hidden)
+
+    def layer(i: int) -> Iterator[Tensor]:
+        p = f"model.layers.{i}"
+        yield Tensor(f"{p}.input_layernorm.weight", dt, (hidden,))
+        yield from linear(f"{p}.self_attn.q_a_proj", hidden, q_rank)
+        yield Tensor(f"{p}.self_attn.q_a_layernorm.weight", dt, (q_rank,))
+        yield from linear(f"{p}.self_attn.q_b_proj", q_rank, heads * (nope + rope))
+        yield from linear(f"{p}.self_attn.kv_a_proj_with_mqa", hidden, kv_rank + rope)
+        yield Tensor(f"{p}.self_attn.kv_a_layernorm.weight", dt, (kv_rank,))
+        yield from linear(f"{p}.self_attn.kv_b_proj", kv_rank, heads * (nope + v_dim))
+        yield from linear(f"{p}.self_attn.o_proj", heads * v_dim, hidden)
+        yield Tensor(f"{p}.post_attention_layernorm.weight", dt, (hidden,))
+        moe = i >= int(config["first_k_dense_replace"]) and i % int(config.get("moe_layer_freq", 1)) == 0
+        if not moe:
+            yield from mlp(f"{p}.mlp", int(config["intermediate_size"]))
+            return
+        experts, expert_inter = int(config["n_routed_experts"]), int(config["moe_intermediate_size"])
+        yield Tensor(f"{p}.mlp.gate.weight", dt, (experts, hidden))
+        yield Tensor(f"{p}.mlp.gate.e_score_correction_bias", "F32", (experts,))
+        for e in range(experts):
+            yield from mlp(f"{p}.mlp.experts.{e}", expert_inter)
+        yield from mlp(f"{p}.mlp.shared_experts", expert_inter * int(config.get("n_shared_experts") or 1))
+
+    yield Tensor("model.embed_tokens.weight", dt, (vocab, hidden))
+    for i in range(layers):
+        yield from layer(i)
+    yield Tensor("model.norm.weight", dt, (hidden,))
+    yield Tensor("lm_head.weight", dt, (vocab, hidden))
+    for i in range(layers, layers + int(config.get("num_nextn_predict_layers") or 0)):
+        p = f"model.layers.{i}"
+        yield Tensor(f"{p}.embed_tokens.weight", dt, (vocab, hidden))
+        yield Tensor(f"{p}.enorm.weight", dt, (hidden,))
+        yield Tensor(f"{p}.hnorm.weight", dt, (hidden,))
+        yield Tensor(f"{p}.eh_proj.weight", dt, (hidden, 2 * hidden))
+        yield from layer(i)
+        yield Tensor(f"{p}.shared_head.norm.weight", dt, (hidden,))
+        yield Tensor(f"{p}.shared_head.head.weight", dt, (vocab, hidden))
 
 
 def _encoder(

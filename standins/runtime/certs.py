@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
 
-from shared.pki import cert_pem, key_pem, new_ca, new_leaf
+from devtools.pki import cert_pem, key_pem, new_ca, new_leaf
 
 DEFAULT_NAME = "runtime-standin.local"
 """The name on the certificate offered to clients that send no SNI."""

@@ -6,7 +6,10 @@ ClusterLocal endpoints; any other host (External) is matched against the orders'
 
 - the token: Secret ``<name>-auth`` in the order's namespace, key ``token``; no such Secret means
   the order needs no token;
-- the served model name: the InferenceService's ``spec.model.ref.name``.
+- the served model name: the InferenceService's ``spec.model.ref.name``;
+- whether its runtime would start: the Deployment ``<name>``'s ``runtime`` container args checked
+  against the flags ``vllm serve`` of the image's version accepts (``standins.runtime.vllm_flags``).
+  A refused order answers 503 with vLLM's error, as a runtime that exits at start never serves.
 
 Lookups are cached for ``ttl`` seconds. Orders can also be registered by hand through the control
 port (tests without a cluster); a registration wins over the API.
@@ -26,6 +29,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from standins.runtime.vllm_flags import refusal
+
 GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
 _SVC_SUFFIXES = (".svc.cluster.local", ".svc")
 
@@ -43,6 +48,7 @@ class OrderView:
     key: OrderKey
     token: str | None  # None: no token required
     model: str | None  # None: unknown order
+    refused: str | None = None  # why the runtime would not start (an unknown flag), else None
 
 
 def order_key_for_host(host: str) -> OrderKey | None:
@@ -119,7 +125,21 @@ class OrderDirectory:
                     raise
                 order = None
         model = (((order or {}).get("spec") or {}).get("model") or {}).get("ref", {}).get("name")
-        return OrderView(key, self._token(key), model)
+        return OrderView(key, self._token(key), model, self._refused(key))
+
+    def _refused(self, key: OrderKey) -> str | None:
+        """vLLM's refusal of the order's runtime args; None without a Deployment or runtime container."""
+        apps: Any = k8s.AppsV1Api(self._api)
+        try:
+            dep = apps.read_namespaced_deployment(key.name, key.namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        for c in dep.spec.template.spec.containers or []:
+            if c.name == "runtime":
+                return refusal(c.image or "", list(c.args or []))
+        return None
 
     def _token(self, key: OrderKey) -> str | None:
         core: Any = k8s.CoreV1Api(self._api)

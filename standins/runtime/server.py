@@ -6,7 +6,9 @@ TLS connection was set up for, else 421 Misdirected Request):
 - ``GET /v1/models`` -> ``{"object": "list", "data": [{"id": <served model name>, ...}]}``;
 - ``POST /v1/chat/completions``, ``/v1/embeddings``, ``/v1/rerank``: small deterministic answers;
 - ``Authorization: Bearer <token>`` is required when the order has a token (401 otherwise);
-- 404 when no order is known for the host; a fault set for the order answers its status.
+- 404 when no order is known for the host; a fault set for the order answers its status;
+- 503 with vLLM's own error when the order's Deployment passes a flag ``vllm serve`` of the image's
+  version does not accept (``standins.runtime.vllm_flags``): that runtime would exit at start.
 
 Control (plain HTTP, loopback):
 
@@ -24,6 +26,7 @@ import json
 import re
 import socket
 import ssl
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -62,6 +65,13 @@ class ApiServer(ThreadingHTTPServer):
         if name:
             sock.context = self.state.minter.context_for(name)
             sock.sni_name = name  # type: ignore[union-attr]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer (a probe cut short by a killed controller) is not an
+        error of the stand-in; anything else is reported as usual."""
+        if isinstance(sys.exc_info()[1], (ssl.SSLError, ConnectionError)):
+            return
+        super().handle_error(request, client_address)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         try:
@@ -113,6 +123,8 @@ class ApiHandler(BaseHTTPRequestHandler):
             return self._json(
                 404, {"error": {"message": f"no order behind host {host!r}", "type": "not_found"}}
             )
+        if view.refused is not None:
+            return self._json(503, {"error": {"message": view.refused, "type": "runtime_not_started"}})
         with state.lock:
             fault = state.faults.get(view.key)
         if fault is not None:

@@ -1,4 +1,4 @@
-"""The local control plane's certificates, written to files and reused when present (shared.pki makes them)."""
+"""The local control plane's certificates, written to files and reused when present (devtools.pki makes them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from shared.pki import Key, cert_pem, key_pem, load_key, new_ca, new_leaf
+from devtools.pki import Key, cert_pem, key_pem, load_key, new_ca, new_leaf
 
 
 def _write_private(path: pathlib.Path, data: bytes) -> None:

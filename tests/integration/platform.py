@@ -229,7 +229,15 @@ class Platform:
         )
 
     def delete_namespace_and_wait(self, namespace: str) -> None:
-        self.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=true", "--timeout=90s")
+        self.kubectl(
+            "delete",
+            "namespace",
+            namespace,
+            "--ignore-not-found",
+            "--wait=true",
+            "--timeout=300s",
+            timeout=320,
+        )
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 from controller.facts import ModelFacts
 from controller.planner import Inventory, PlanOutcome, build_inventory, plan_order
 from shared.api.inference_class import InferenceServiceClassSpec
-from shared.quantity import parse_bytes
+from shared.quantity import parse_quantity
 from tests.integration.conftest import Kubectl
 from tests.unit.planner.builders import BGE_LARGE, BGE_RERANKER, LLAMA_8B, LLAMA_70B, make_class, make_request
 
@@ -119,13 +119,15 @@ def test_the_scheduler_allocates_what_the_plan_asked_for(
         if plan.sharing_mode == "MIG":
             assert plan.device_selectors[1].endswith(f'"{device.profile}"')
         if plan.capacity_requests:
-            assert parse_bytes(r["consumedCapacity"]["memory"]) == parse_bytes(
+            assert parse_quantity(r["consumedCapacity"]["memory"]) == parse_quantity(
                 plan.capacity_requests["memory"]
             )
 
     after = live_inventory(kubectl)
     taken = {(r["driver"], r["pool"], r["device"]) for r in results}
     if plan.capacity_requests:
-        assert all(after.consumed.get(k, 0) >= parse_bytes(plan.capacity_requests["memory"]) for k in taken)
+        assert all(
+            after.consumed.get(k, 0) >= parse_quantity(plan.capacity_requests["memory"]) for k in taken
+        )
     else:
         assert taken <= after.busy()

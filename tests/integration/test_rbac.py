@@ -137,6 +137,14 @@ CASES = [
     ("the controller applies services", CONTROLLER, "patch", "services", NS, True),
     ("the controller applies model volumes", CONTROLLER, "patch", "persistentvolumeclaims", NS, True),
     (
+        "the controller deletes model volumes of earlier plans",
+        CONTROLLER,
+        "delete",
+        "persistentvolumeclaims",
+        NS,
+        True,
+    ),
+    (
         "the controller applies autoscalers",
         CONTROLLER,
         "patch",
@@ -247,6 +255,14 @@ CASES = [
         True,
     ),
     ("the controller cannot list configmaps", CONTROLLER, "list", "configmaps", "d8-inference", False),
+    (
+        "the controller reads and patches its facts store",
+        CONTROLLER,
+        "patch",
+        "configmaps/inference-model-facts",
+        "d8-inference",
+        True,
+    ),
     (
         "the controller cannot read other configmaps",
         CONTROLLER,

@@ -121,3 +121,50 @@ def test_an_external_host_is_matched_against_the_orders_endpoint_url(
     ok = prober.probe(f"https://{host}", "external-token")
     assert ok.ok, ok.detail
     assert prober.probe(f"https://{host}", None).detail.endswith("answered HTTP 401.")
+
+
+def create_runtime_deployment(api: k8s.ApiClient, namespace: str, order: str, args: list[str]) -> None:
+    """The order's Deployment as the controller renders it, with ``args`` for the runtime container."""
+    from controller import render
+    from tests.unit.controller.builders import make_class, make_order
+    from tests.unit.controller.test_render import SETTINGS, Plan
+
+    owner = make_order(metadata={"namespace": namespace, "name": order})
+    dep = render.deployment(owner, Plan(args=args), make_class().spec, SETTINGS, revision=None)
+    dep["metadata"].pop("ownerReferences")
+    apps: Any = k8s.AppsV1Api(api)
+    apps.create_namespaced_deployment(namespace, dep)
+
+
+@pytest.mark.usefixtures("crds")
+def test_an_order_whose_runtime_args_vllm_would_refuse_never_answers(
+    api: k8s.ApiClient, namespace: str, prober: Prober
+) -> None:
+    create_order(api, namespace, "bad", "Qwen/Qwen2.5-7B-Instruct")
+    create_runtime_deployment(api, namespace, "bad", ["--model", "/models/model", "--api-key-file", "/x"])
+    refused = prober.probe(f"https://bad.{namespace}.svc", None)
+    assert refused.detail.endswith("answered HTTP 503."), refused.detail
+
+
+@pytest.mark.usefixtures("crds")
+def test_an_order_whose_runtime_args_are_the_launch_plans_answers(
+    api: k8s.ApiClient, namespace: str, prober: Prober
+) -> None:
+    from controller.planner.vllm import VllmLaunch, vllm_args
+    from tests.unit.planner.builders import LLAMA_8B
+
+    launch = VllmLaunch(
+        facts=LLAMA_8B,
+        endpoint_type="Chat",
+        served_model_name=LLAMA_8B.name,
+        tensor_parallel_size=2,
+        max_model_len=8192,
+        gpu_memory_utilization=0.9,
+        quantization="none",
+        compute_capability=(9, 0),
+        requires_token=False,
+    )
+    create_order(api, namespace, "good", "Qwen/Qwen2.5-7B-Instruct")
+    create_runtime_deployment(api, namespace, "good", vllm_args(launch))
+    ok = prober.probe(f"https://good.{namespace}.svc", None)
+    assert ok.ok, ok.detail

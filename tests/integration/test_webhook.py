@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from devtools.local_pki import issue_serving_certificate
 from standins import local_webhook
 from tests.integration import webhook_fixture
 from tests.integration.webhook_fixture import WebhookProcess, new_pki
 from tests.unit.webhook.builders import make_order, make_review
-from webhook.local_pki import issue_serving_certificate
 
 pytestmark = pytest.mark.cluster
 cluster_webhook = webhook_fixture.cluster_webhook  # the reusable fixture, tested by the last test here
@@ -137,6 +137,20 @@ def test_a_bad_order_created_with_kubectl_is_refused_with_the_webhooks_message(
     ):
         assert message in result.stderr
     assert stored(kubectl, "inferenceservice", "bad", scoped.namespace) == "", "nothing may be stored"
+
+
+@pytest.mark.parametrize("name", ["llama3.1", "8b-chat"])
+def test_an_order_name_the_crd_accepts_but_a_service_cannot_take_is_refused_at_create(
+    scoped: Scoped, kubectl: Kubectl, name: str
+) -> None:
+    result = kubectl("create", "-f", "-", input=order_yaml(name, scoped.namespace), check=False)
+    assert result.returncode != 0
+    assert (
+        'admission webhook "validate.inferenceservices.ai.deckhouse.io" denied the request' in result.stderr
+    )
+    assert "`metadata.name`: must be a DNS-1035 label" in result.stderr
+    assert f'not "{name}"' in result.stderr
+    assert stored(kubectl, "inferenceservice", name, scoped.namespace) == "", "nothing may be stored"
 
 
 def test_a_good_order_is_admitted_by_both_webhooks(scoped: Scoped, kubectl: Kubectl) -> None:

@@ -1,6 +1,6 @@
 """The webhook as a local process over TLS, and its registration with the real API server.
 
-- ``WebhookProcess``: ``python -m webhook`` on 127.0.0.1 with a throwaway CA (``webhook.local_pki``);
+- ``WebhookProcess``: ``python -m webhook`` on 127.0.0.1 with a throwaway CA (``devtools.local_pki``);
 - ``cluster_webhook`` (session fixture): the webhook started and registered cluster-wide under the
   configuration name ``inference-webhook-e2e`` (deploy/webhook/webhooks.yaml with a url client config;
   not ``inference-webhook``, which the demo registers), for end-to-end tests of the controller.
@@ -28,8 +28,8 @@ from cryptography import x509
 from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
+from devtools.local_pki import ServingPki, make_serving_pki
 from standins import local_webhook
-from webhook.local_pki import ServingPki, make_serving_pki
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 E2E_NAME = "inference-webhook-e2e"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from shared.crdgen import crds
+from devtools.crdgen import crds
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -1,50 +1,22 @@
 """HubClient against the HF mirror stand-in on loopback: real HTTP through huggingface_hub, no mocks.
 
-Request counts are read from the mirror's own request log.
+Request counts are read from the mirror's own request log. The clients run on a fake clock whose
+``sleep`` advances it, so backoff costs no time (tests/unit/controller/test_hub_backoff.py has the
+retries; test_hub_facts_store.py the second-level cache).
 """
 
 from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
-from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror, start_mirror
+from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable, RetryPolicy
+from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror
+from tests.unit.hub_support import LLAMA_8B, QWEN_7B, Clock, hub_mirror, make_client, mirror
 
-QWEN_7B = "Qwen/Qwen2.5-7B-Instruct"  # 4 shards: info + config + index + 4 ranges = 7 requests
-LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"  # gated, 4 shards
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture(scope="module")
-def mirror() -> Iterator[RunningMirror]:
-    with start_mirror() as m:
-        yield m
-
-
-@pytest.fixture
-def hub_mirror(mirror: RunningMirror) -> Iterator[RunningMirror]:
-    mirror.clear_faults()
-    mirror.clear_requests()
-    yield mirror
-    mirror.clear_faults()
-
-
-def make_client(mirror: RunningMirror, **changes: Any) -> HubClient:
-    args: dict[str, Any] = {"endpoint": mirror.url, "timeout": 10.0}
-    args.update(changes)
-    return HubClient(**args)
+__all__ = ["hub_mirror", "mirror"]  # fixtures
 
 
 def test_a_missing_repository_is_model_not_found(hub_mirror: RunningMirror) -> None:
@@ -103,11 +75,12 @@ def test_the_process_login_is_never_used_on_a_users_behalf(
 def test_a_hub_answering_503_is_model_source_unavailable(hub_mirror: RunningMirror) -> None:
     outcomes: list[str] = []
     hub_mirror.inject_fault(503)
-    with pytest.raises(ModelSourceUnavailable, match=r"answered HTTP 503.*retrying"):
-        make_client(hub_mirror, on_call=outcomes.append).fetch_facts(
+    with pytest.raises(ModelSourceUnavailable, match=r"answered HTTP 503.*retrying") as err:
+        make_client(hub_mirror, on_call=outcomes.append, retry=RetryPolicy(attempts=1)).fetch_facts(
             repo_id=QWEN_7B, revision=None, token=None
         )
     assert outcomes == ["unavailable"]
+    assert err.value.status == 503
 
 
 def test_a_503_on_one_shard_caches_nothing_and_the_next_call_recovers(hub_mirror: RunningMirror) -> None:
@@ -123,7 +96,7 @@ def test_an_unreachable_hub_is_model_source_unavailable() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    client = HubClient(endpoint=f"http://127.0.0.1:{port}", timeout=5.0)
+    client = HubClient(endpoint=f"http://127.0.0.1:{port}", timeout=5.0, sleep=Clock().sleep)
     with pytest.raises(ModelSourceUnavailable, match="could not be reached"):
         client.fetch_facts(repo_id=QWEN_7B, revision=None, token=None)
 

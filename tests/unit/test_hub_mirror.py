@@ -152,6 +152,16 @@ def test_an_injected_fault_answers_every_hub_call_until_cleared(mirror: RunningM
     assert [r["status"] for r in log[-2:]] == [503, 200]
 
 
+def test_a_fault_can_carry_retry_after_and_clear_itself_after_n_requests(mirror: RunningMirror) -> None:
+    with httpx.Client(base_url=mirror.url) as http:
+        body = {"status": 429, "retryAfter": "7", "times": 2}
+        assert http.post("/_mirror/faults", json=body).status_code == 200
+        answers = [http.get("/api/models/Qwen/Qwen2.5-7B-Instruct") for _ in range(3)]
+    assert [a.status_code for a in answers] == [429, 429, 200]
+    assert [a.headers.get("retry-after") for a in answers] == ["7", "7", None]
+    assert mirror.request_count("model_info") >= 3
+
+
 def test_the_command_line_prints_its_url_first() -> None:
     cmd = [
         sys.executable,

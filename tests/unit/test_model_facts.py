@@ -58,6 +58,13 @@ CASES = [
              32, 8, 128, "bfloat16", "LlamaForCausalLM"),
     Expected("meta-llama/Llama-3.1-70B-Instruct", ("Chat",), "Safetensors", "none", 70_553_706_496, 131072,
              80, 8, 128, "bfloat16", "LlamaForCausalLM"),
+    Expected("meta-llama/Llama-3.1-405B-Instruct", ("Chat",), "Safetensors", "none", 405_853_388_800, 131072,
+             126, 8, 128, "bfloat16", "LlamaForCausalLM"),
+    # Logical parameters: the published 684,531,386,000 less the 41,540,496 F32 block scales (the 15,104
+    # F32 router biases are parameters). MLA: vLLM caches one latent of kv_lora_rank + qk_rope_head_dim
+    # = 576 per token and layer, as one KV head.
+    Expected("deepseek-ai/DeepSeek-V3", ("Chat",), "Safetensors", "fp8", 684_489_845_504, 163840,
+             61, 1, 576, "bfloat16", "DeepseekV3ForCausalLM"),
     Expected("mistralai/Mistral-7B-Instruct-v0.3", ("Chat",), "Safetensors", "none", 7_248_023_552, 32768,
              32, 8, 128, "bfloat16", "MistralForCausalLM"),
     Expected("microsoft/Phi-3-mini-4k-instruct", ("Chat",), "Safetensors", "none", 3_821_079_552, 4096,
@@ -73,6 +80,22 @@ CASES = [
     Expected("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF", ("Chat",), "GGUF", "gguf-4bit", 8_030_261_312, 131072,
              32, 8, 128, None, "LlamaForCausalLM"),
 ]  # fmt: skip
+
+
+KNOWN_GAPS = {
+    "deepseek-ai/DeepSeek-V3": "MLA: controller/model_facts.py takes num_key_value_heads (128) and "
+    "hidden_size / heads (56) where vLLM caches one 576-wide latent (kv_lora_rank + qk_rope_head_dim)",
+}
+
+
+def with_gaps(cases: list[Expected]) -> list[Any]:
+    """The cases, those with a known gap of the code as strict xfails."""
+    return [
+        pytest.param(c, id=c.repo_id, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[c.repo_id]))
+        if c.repo_id in KNOWN_GAPS
+        else pytest.param(c, id=c.repo_id)
+        for c in cases
+    ]
 
 
 def tensors_of(repo: Repo) -> list[TensorMeta] | None:
@@ -107,7 +130,7 @@ def test_the_table_covers_every_repository_of_the_mirror() -> None:
     assert {c.repo_id for c in CASES} == set(REPOS)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.repo_id for c in CASES])
+@pytest.mark.parametrize("case", with_gaps(CASES))
 def test_a_real_model_resolves_to_its_published_facts(case: Expected) -> None:
     facts = facts_of(case.repo_id)
     assert facts.endpoint_types == case.endpoint_types
@@ -139,6 +162,7 @@ def test_gated_repositories_are_marked_gated() -> None:
         "meta-llama/Llama-3.1-8B",
         "meta-llama/Llama-3.1-8B-Instruct",
         "meta-llama/Llama-3.1-70B-Instruct",
+        "meta-llama/Llama-3.1-405B-Instruct",
         "mistralai/Mistral-7B-Instruct-v0.3",
     }
 

@@ -19,10 +19,10 @@ class Plan:
     )
     accelerator_count: int = 1
     capacity_requests: dict[str, str] | None = None
+    sharing_mode: str = "Exclusive"
+    share_percent: int = 100
     image: str = "vllm/vllm-openai:v0.11.0"
-    args: list[str] = field(
-        default_factory=lambda: ["--model", "/models/model", "--api-key=$(INFERENCE_API_KEY)"]
-    )
+    args: list[str] = field(default_factory=lambda: ["--model", "/models/model", "--enable-ssl-refresh"])
     cpu: str = "4"
     memory: str = "32Gi"
     model_volume: str = "24Gi"
@@ -85,14 +85,17 @@ def test_the_runtime_gets_the_plan_args_the_priority_class_the_claim_and_the_api
     assert runtime["args"] == Plan().args
     assert pod["priorityClassName"] == "inference-default"
     assert runtime["resources"]["claims"] == [{"name": names.CLAIM_NAME}]
-    assert runtime["env"][0]["valueFrom"]["secretKeyRef"]["name"] == "support-llm-auth"
+    assert runtime["env"][0]["name"] == "VLLM_API_KEY"
+    assert runtime["env"][0]["valueFrom"]["secretKeyRef"] == {"name": "support-llm-auth", "key": "token"}
+    assert not any("support-llm-auth" in a or "api-key" in a for a in runtime["args"])
     assert "replicas" not in dep["spec"], "replicas belong to the HPA"  # type: ignore[operator]
 
 
 def test_a_class_without_auth_passes_no_api_key() -> None:
     spec = make_class(spec={"exposure": {"authentication": "None"}}).spec
     dep = by_kind(render.workload(make_order(), Plan(), spec, SETTINGS, revision=None))["Deployment"]
-    assert dep["spec"]["template"]["spec"]["containers"][0]["env"] == []  # type: ignore[index]
+    env = dep["spec"]["template"]["spec"]["containers"][0]["env"]  # type: ignore[index]
+    assert "VLLM_API_KEY" not in {e["name"] for e in env}
 
 
 def test_the_claim_template_requests_the_planned_devices_and_changes_name_with_them() -> None:

@@ -31,7 +31,7 @@ def flag(args: list[str], name: str) -> str | None:
     return args[args.index(name) + 1] if name in args else None
 
 
-def test_a_chat_launch_names_the_model_port_lengths_and_tls() -> None:
+def test_a_chat_launch_names_the_model_port_lengths_and_tls_that_reloads() -> None:
     args = vllm_args(make_launch())
     assert flag(args, "--model") == MODEL_PATH
     assert MODEL_PATH.startswith(names.MODEL_MOUNT_PATH)
@@ -41,18 +41,30 @@ def test_a_chat_launch_names_the_model_port_lengths_and_tls() -> None:
     assert flag(args, "--max-model-len") == "8192"
     assert flag(args, "--gpu-memory-utilization") == "0.9"
     assert (flag(args, "--ssl-certfile"), flag(args, "--ssl-keyfile")) == (TLS_CERT, TLS_KEY)
+    assert "--enable-ssl-refresh" in args
     assert TLS_CERT.startswith(names.TLS_MOUNT_PATH)
-    assert f"--api-key=$({names.API_KEY_ENV})" in args
     assert "--quantization" not in args
     assert "--runner" not in args
+    assert "--trust-remote-code" not in args
 
 
-@pytest.mark.parametrize(
-    ("capability", "expected"), [((8, 0), "awq_marlin"), ((9, 0), "awq_marlin"), ((7, 5), "awq")]
-)
-def test_awq_uses_the_marlin_kernel_from_ampere_on(capability: tuple[int, int], expected: str) -> None:
+def test_the_api_key_is_never_an_argument_vllm_reads_it_from_its_environment() -> None:
+    args = vllm_args(make_launch(requires_token=True))
+    assert not any("api-key" in a or names.API_KEY_ENV in a for a in args)
+    assert names.API_KEY_ENV == "VLLM_API_KEY"
+
+
+@pytest.mark.parametrize("capability", [(7, 5), (8, 0), (9, 0)])
+def test_an_awq_checkpoint_gets_no_quantization_flag_so_vllm_picks_marlin_itself(
+    capability: tuple[int, int],
+) -> None:
     args = vllm_args(make_launch(facts=QWEN_32B_AWQ, quantization="awq", compute_capability=capability))
-    assert flag(args, "--quantization") == expected
+    assert "--quantization" not in args and not any("marlin" in a for a in args)
+
+
+def test_a_model_that_needs_remote_code_runs_with_trust_remote_code() -> None:
+    facts = LLAMA_8B.model_copy(update={"requires_remote_code": True})
+    assert "--trust-remote-code" in vllm_args(make_launch(facts=facts))
 
 
 @pytest.mark.parametrize(("endpoint", "convert"), [("Embeddings", "embed"), ("Rerank", "classify")])
@@ -62,7 +74,6 @@ def test_pooling_endpoints_use_the_pooling_runner(endpoint: str, convert: str) -
     assert flag(args, "--convert") == convert
 
 
-def test_without_a_token_there_is_no_api_key_and_extra_args_come_last() -> None:
+def test_extra_args_come_last() -> None:
     args = vllm_args(make_launch(requires_token=False, extra_args=("--enable-prefix-caching",)))
-    assert not any(a.startswith("--api-key") for a in args)
     assert args[-1] == "--enable-prefix-caching"

@@ -8,7 +8,7 @@ import ssl
 from types import SimpleNamespace
 from typing import Any
 
-from webhook.local_pki import issue_serving_certificate, make_serving_pki
+from devtools.local_pki import issue_serving_certificate, make_serving_pki
 from webhook.tls import ReloadingCertificate
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cryptography import x509
 
-from shared.pki import cert_pem, key_pem, load_key, new_ca, new_leaf
+from devtools.pki import cert_pem, key_pem, load_key, new_ca, new_leaf
 
 
 @dataclass(frozen=True)

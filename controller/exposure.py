@@ -1,0 +1,40 @@
+"""The class's exposure and scaling policy, decided for one order: where its endpoint is, whether it
+needs a token, and its replica bounds. Pure; the reconciler and the renderer both ask it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.settings import Settings
+from shared.api.inference_class import InferenceServiceClassSpec
+from shared.api.order import InferenceService
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    url: str
+    type: str
+    host: str
+
+
+def endpoint_for(order: InferenceService, spec: InferenceServiceClassSpec, settings: Settings) -> Endpoint:
+    """The HTTPS endpoint: the Service's cluster name, or the external host from the template."""
+    name, ns = order.metadata.name, order.metadata.namespace or "default"
+    exposure = spec.exposure
+    if exposure is not None and exposure.type == "External":
+        host = settings.external_domain_template.format(name=name, namespace=ns)
+        return Endpoint(url=f"https://{host}", type="External", host=host)
+    host = f"{name}.{ns}.svc"
+    return Endpoint(url=f"https://{host}", type="ClusterLocal", host=host)
+
+
+def requires_token(spec: InferenceServiceClassSpec) -> bool:
+    return spec.exposure is None or spec.exposure.authentication == "Token"
+
+
+def replica_bounds(spec: InferenceServiceClassSpec) -> tuple[int, int, str | None]:
+    """(min, max, priorityClassName) the class imposes; max defaults to min."""
+    scaling = spec.scaling
+    lo = scaling.min_replicas if scaling and scaling.min_replicas else 1
+    hi = scaling.max_replicas if scaling and scaling.max_replicas else lo
+    return lo, max(lo, hi), scaling.priority_class_name if scaling else None

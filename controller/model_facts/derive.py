@@ -1,0 +1,181 @@
+"""Hugging Face model info + config.json + safetensors tensor metadata -> ``ModelFacts``. Pure.
+
+Called by ``controller.hub`` with what it fetched: the model-info document as the Hub API returns
+it (``pipeline_tag``, ``tags``, ``library_name``, ``gated``, ``siblings``, ``safetensors``,
+``config``, ``gguf``), the repository's ``config.json`` (None when it has none, e.g. GGUF repos),
+the tensors listed in the safetensors headers (None when they were not read), and for GGUF
+repositories the key/values of the served file's GGUF header (``parse_gguf_header``).
+
+How each fact is derived:
+
+- **Endpoint types**, first match wins: Rerank for the ``text-ranking`` pipeline or a
+  ``*ForSequenceClassification`` cross-encoder (one output label); Embeddings for the
+  ``feature-extraction`` / ``sentence-similarity`` pipelines or sentence-transformers files
+  (``modules.json``, ``config_sentence_transformers.json``); Chat for ``*ForCausalLM`` /
+  ``*ForConditionalGeneration``, the ``text-generation`` pipeline, or the ``conversational`` tag.
+- **Format**: Safetensors when the repository has safetensors files, else GGUF when it has GGUF files.
+- **Quantization**: ``quantization_config`` (awq, gptq, fp8, compressed-tensors, bitsandbytes),
+  or, for GGUF, the file type in the chosen file's name (``Q4_K_M`` -> 4 bits).
+- **Parameter count**: the *logical* count, as the model card states it (``parameters``:
+  packed weights unpacked, quantization side tensors left out). ``parameter_dtype_counts`` keeps the
+  stored per-dtype counts (what the memory estimate needs).
+- **Context length**: ``max_position_embeddings`` (or ``n_positions``, ``max_sequence_length``,
+  ``seq_length``, ``n_ctx``), minus the padding offset for RoBERTa-family encoders; for GGUF
+  ``<arch>.context_length`` of the header, else ``gguf.context_length`` of the model info; the
+  ``sliding_window`` only when nothing else is known.
+- **Config numbers** (layers, heads, KV heads, head dim, hidden size): config.json; for GGUF the
+  header's ``<arch>.block_count``, ``<arch>.attention.head_count[_kv]``, ``<arch>.embedding_length``
+  and ``<arch>.attention.key_length``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from controller.facts import ModelFacts
+from controller.model_facts.config import config_int, context_length, torch_dtype
+from controller.model_facts.errors import ModelFactsError
+from controller.model_facts.gguf import GGUF_ARCHITECTURES, config_from_gguf, gguf_quantization, pick_gguf
+from controller.model_facts.parameters import TensorMeta, dtype_counts, parameter_count
+from controller.model_facts.quantization import quantization
+from controller.remote_code import needs_remote_code
+from shared.api.enums import EndpointType, ModelFormat
+
+ST_FILES = frozenset({"modules.json", "config_sentence_transformers.json"})
+EMBEDDING_PIPELINES = frozenset({"feature-extraction", "sentence-similarity"})
+CHAT_PIPELINES = frozenset({"text-generation", "image-text-to-text", "text2text-generation"})
+
+
+def model_facts(
+    *,
+    repo_id: str,
+    commit: str,
+    info: Mapping[str, Any],
+    config: Mapping[str, Any] | None,
+    tensors: Sequence[TensorMeta] | None = None,
+    gguf_metadata: Mapping[str, Any] | None = None,
+) -> ModelFacts:
+    """The facts of ``repo_id`` at ``commit``. Raises ``ModelFactsError`` for a repo without weights."""
+    files = sibling_sizes(info)
+    fmt = weight_format(files)
+    if fmt is None:
+        raise ModelFactsError(
+            f"Repository `{repo_id}` has neither safetensors nor GGUF weight files at revision `{commit}`; "
+            "only those formats can be served."
+        )
+    cfg: Mapping[str, Any] = config or info.get("config") or {}
+    if fmt == "GGUF" and not config and gguf_metadata:
+        cfg = {**cfg, **config_from_gguf(gguf_metadata)}
+    text_cfg: Mapping[str, Any] = cfg.get("text_config") or cfg
+    gguf: Mapping[str, Any] = info.get("gguf") or {}
+    arch = model_architecture(cfg, gguf)
+    if fmt == "GGUF":
+        gguf_file, weights_bytes = pick_gguf(files)
+        quant = gguf_quantization(gguf_file)
+    else:
+        weights_bytes = safetensors_bytes(files)
+        quant = quantization(cfg.get("quantization_config"))
+    counts = dtype_counts(tensors, info)
+    heads = config_int(text_cfg.get("num_attention_heads"))
+    hidden = config_int(text_cfg.get("hidden_size"))
+    return ModelFacts(
+        source="HuggingFace",
+        name=repo_id,
+        revision=commit,
+        architecture=arch,
+        endpoint_types=endpoint_types(
+            architecture=arch,
+            pipeline_tag=info.get("pipeline_tag"),
+            tags=info.get("tags") or (),
+            filenames=files.keys(),
+            config=cfg,
+        ),
+        format=fmt,
+        quantization=quant.method,
+        quantization_bits=quant.bits,
+        quantization_group_size=quant.group_size,
+        parameter_count=parameter_count(
+            fmt=fmt, quant=quant, tensors=tensors, dtype_counts=counts, gguf=gguf, repo_id=repo_id
+        ),
+        parameter_dtype_counts=counts,
+        context_length=context_length(text_cfg, gguf),
+        torch_dtype=torch_dtype(text_cfg, counts),
+        num_hidden_layers=config_int(text_cfg.get("num_hidden_layers")),
+        num_attention_heads=heads,
+        num_key_value_heads=config_int(text_cfg.get("num_key_value_heads")) or heads,
+        head_dim=config_int(text_cfg.get("head_dim")) or (hidden // heads if hidden and heads else None),
+        hidden_size=hidden,
+        weights_bytes=weights_bytes,
+        gated=bool(info.get("gated")),
+        requires_remote_code=needs_remote_code(cfg),
+    )
+
+
+def sibling_sizes(info: Mapping[str, Any]) -> dict[str, int | None]:
+    """File name -> size (None when the info was fetched without ``blobs``)."""
+    out: dict[str, int | None] = {}
+    for s in info.get("siblings") or ():
+        name = s.get("rfilename")
+        if isinstance(name, str):
+            size = s.get("size")
+            out[name] = int(size) if isinstance(size, int) else None
+    return out
+
+
+def weight_format(files: Mapping[str, Any]) -> ModelFormat | None:
+    if any(name.endswith(".safetensors") for name in files):
+        return "Safetensors"
+    if any(name.endswith(".gguf") for name in files):
+        return "GGUF"
+    return None
+
+
+def endpoint_types(
+    *,
+    architecture: str | None,
+    pipeline_tag: str | None,
+    tags: Iterable[str],
+    filenames: Iterable[str],
+    config: Mapping[str, Any],
+) -> tuple[EndpointType, ...]:
+    """The APIs a runtime can serve this model behind (first matching rule, see the module doc)."""
+    arch = architecture or ""
+    tag_set = set(tags)
+    labels = len(config.get("id2label") or {}) or int(config.get("num_labels") or 1)
+    if pipeline_tag == "text-ranking" or (arch.endswith("ForSequenceClassification") and labels == 1):
+        return ("Rerank",)
+    if pipeline_tag in EMBEDDING_PIPELINES or ST_FILES & set(filenames):
+        return ("Embeddings",)
+    if (
+        arch.endswith(("ForCausalLM", "ForConditionalGeneration"))
+        or pipeline_tag in CHAT_PIPELINES
+        or "conversational" in tag_set
+    ):
+        return ("Chat",)
+    return ()
+
+
+def safetensors_bytes(files: Mapping[str, int | None]) -> int | None:
+    """Size of the safetensors files a runtime loads: ``model.safetensors``, or the shards."""
+    if "model.safetensors" in files:
+        names = ["model.safetensors"]
+    else:
+        names = [n for n in files if re.search(r"-\d{5}-of-\d{5}\.safetensors$", n)]
+        names = names or [n for n in files if n.endswith(".safetensors")]
+    sizes = [files[n] for n in names]
+    if not sizes or any(s is None for s in sizes):
+        return None
+    return sum(s for s in sizes if s is not None)
+
+
+def model_architecture(config: Mapping[str, Any], gguf: Mapping[str, Any]) -> str | None:
+    """The first of config.json's ``architectures``, else the GGUF architecture by its transformers name."""
+    archs = config.get("architectures") or []
+    if archs and isinstance(archs[0], str):
+        return archs[0]
+    name = gguf.get("architecture")
+    if isinstance(name, str):
+        return GGUF_ARCHITECTURES.get(name, name)
+    return None

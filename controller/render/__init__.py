@@ -1,0 +1,82 @@
+"""The manifests of the order workload (api.md section 4). Pure: plan in, dicts out.
+
+Every object is named after the order and carries a controller ownerReference to it, so deleting
+the order deletes them through the garbage collector. All are applied with server-side apply under
+one field manager; nothing here reads the cluster.
+
+| module | holds |
+|---|---|
+| ``common`` | metadata, labels, the ownerReference, the plan view |
+| ``claim`` | the ResourceClaimTemplate, with the NVIDIA driver's sharing config |
+| ``pod`` | the runtime pod: containers, volumes, security, scheduling |
+| ``timing`` | probes and the progress deadline, sized from the weights |
+| ``workload`` | the Deployment and the model volume |
+| ``network`` | Service, HPA, Ingress, Certificate, the auth Secret |
+
+The class's exposure policy (endpoint, token, replica bounds) is ``controller.exposure``; it is
+re-exported here for the reconciler.
+"""
+
+from __future__ import annotations
+
+from controller.exposure import Endpoint, endpoint_for, replica_bounds, requires_token
+from controller.render.claim import (
+    claim_request,
+    claim_template_name,
+    resource_claim_template,
+    sharing_config,
+)
+from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, owner_reference
+from controller.render.network import auth_secret, autoscaler, certificate, ingress, service
+from controller.render.workload import deployment, model_volume, model_volume_name
+from controller.settings import Settings
+from shared.api.inference_class import InferenceServiceClassSpec
+from shared.api.order import InferenceService
+
+__all__ = [
+    "PLAN_ANNOTATION",
+    "Endpoint",
+    "Obj",
+    "PlanView",
+    "auth_secret",
+    "autoscaler",
+    "certificate",
+    "claim_request",
+    "claim_template_name",
+    "deployment",
+    "endpoint_for",
+    "ingress",
+    "labels",
+    "model_volume",
+    "model_volume_name",
+    "owner_reference",
+    "replica_bounds",
+    "requires_token",
+    "resource_claim_template",
+    "service",
+    "sharing_config",
+    "workload",
+]
+
+
+def workload(
+    order: InferenceService,
+    plan: PlanView,
+    spec: InferenceServiceClassSpec,
+    settings: Settings,
+    *,
+    revision: str | None,
+) -> list[Obj]:
+    """Every object to apply for the plan, in apply order (the auth Secret is minted separately)."""
+    endpoint = endpoint_for(order, spec, settings)
+    objs = [
+        resource_claim_template(order, plan),
+        model_volume(order, plan, settings, revision=revision),
+        certificate(order, endpoint, settings),
+        service(order),
+        deployment(order, plan, spec, settings, revision=revision),
+        autoscaler(order, spec),
+    ]
+    if endpoint.type == "External":
+        objs.append(ingress(order, endpoint, settings))
+    return objs

@@ -1,0 +1,109 @@
+"""How an order is reached: its Service, HorizontalPodAutoscaler, Ingress, endpoint Certificate and
+the ``<order>-auth`` Secret. Pure: order and policy in, manifests out."""
+
+from __future__ import annotations
+
+from controller.exposure import Endpoint, replica_bounds
+from controller.render.common import Obj, meta
+from controller.settings import Settings
+from shared import names
+from shared.api.inference_class import InferenceServiceClassSpec
+from shared.api.order import InferenceService
+
+
+def service(order: InferenceService) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(order, names.workload(order.metadata.name)),
+        "spec": {
+            "selector": {names.LABEL_ORDER: order.metadata.name},
+            "ports": [{"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}],
+        },
+    }
+
+
+def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec) -> Obj:
+    lo, hi, _ = replica_bounds(spec)
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": meta(order, names.workload(order.metadata.name)),
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": order.metadata.name},
+            "minReplicas": lo,
+            "maxReplicas": hi,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+                }
+            ],
+        },
+    }
+
+
+def certificate(order: InferenceService, endpoint: Endpoint, settings: Settings) -> Obj:
+    """The endpoint's serving certificate. ``duration`` and ``renewBefore`` are module settings; vLLM
+    runs with ``--enable-ssl-refresh``, so a renewal reaches the server without a restart."""
+    name, ns = order.metadata.name, order.metadata.namespace
+    dns = [f"{name}.{ns}.svc", f"{name}.{ns}.svc.cluster.local"]
+    if endpoint.host not in dns:
+        dns.append(endpoint.host)
+    return {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": meta(order, names.certificate(name)),
+        "spec": {
+            "secretName": names.tls_secret(name),
+            "dnsNames": dns,
+            "duration": settings.endpoint_certificate_duration,
+            "renewBefore": settings.endpoint_certificate_renew_before,
+            "issuerRef": {
+                "name": settings.endpoint_issuer,
+                "kind": settings.endpoint_issuer_kind,
+                "group": "cert-manager.io",
+            },
+            "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+        },
+    }
+
+
+def ingress(order: InferenceService, endpoint: Endpoint, settings: Settings) -> Obj:
+    name = order.metadata.name
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": meta(
+            order, names.workload(name), annotations={"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS"}
+        ),
+        "spec": {
+            "ingressClassName": settings.ingress_class_name,
+            "tls": [{"hosts": [endpoint.host], "secretName": names.tls_secret(name)}],
+            "rules": [
+                {
+                    "host": endpoint.host,
+                    "http": {
+                        "paths": [
+                            {
+                                "path": "/",
+                                "pathType": "Prefix",
+                                "backend": {"service": {"name": name, "port": {"name": "https"}}},
+                            }
+                        ]
+                    },
+                }
+            ],
+        },
+    }
+
+
+def auth_secret(order: InferenceService, token: str) -> Obj:
+    """The ``<order>-auth`` Secret. Created once; the token is never rotated by a resync."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": meta(order, names.auth_secret(order.metadata.name)),
+        "type": "Opaque",
+        "stringData": {names.AUTH_TOKEN_KEY: token},
+    }

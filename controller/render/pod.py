@@ -1,0 +1,183 @@
+"""The runtime pod: the model-fetcher init container, the runtime container, their volumes, security
+and scheduling. Pure.
+
+- **Pod Security ``restricted``**: the pod runs as a non-root UID with ``seccompProfile:
+  RuntimeDefault``; each container drops ALL capabilities and cannot escalate. The runtime images
+  (``vllm/vllm-openai``) default to root, so the UID is set explicitly, ``fsGroup`` makes the model
+  volume writable for the fetcher, and ``HOME`` points at a scratch ``emptyDir`` (caches of the
+  Hub client, vLLM and torch.compile).
+- **The API key** reaches vLLM as ``VLLM_API_KEY`` from the ``<order>-auth`` Secret, never as an
+  argument (vLLM logs its non-default arguments at start).
+- **``/dev/shm``**: a memory-backed ``emptyDir``. Tensor parallel moves activations between the
+  devices through it (NCCL); vLLM's own processes exchange messages through it as well, so even one
+  device gets more than the container runtime's 64 MiB. Its pages count against the pod's memory
+  limit, which the planner sizes with 2 GiB per device; this takes half of that.
+- **Scheduling**: the module's GPU node tolerations and selector, plus the class's.
+"""
+
+from __future__ import annotations
+
+from controller.render import timing
+from controller.render.claim import claim_template_name
+from controller.render.common import Obj, PlanView
+from controller.settings import Settings
+from shared import names
+from shared.api.inference_class import InferenceServiceClassSpec
+from shared.api.order import InferenceService
+from shared.api.scheduling import Toleration
+from shared.quantity import GIB, parse_bytes, to_quantity_gi
+
+RUNTIME_UID = 1000  # any non-root UID; the images do not need a named user
+HOME_PATH = "/home/inference"
+SHM_PER_DEVICE = GIB
+
+
+def shm_size(plan: PlanView) -> str:
+    """``/dev/shm`` of the runtime: 1 GiB per device of the replica (1 GiB for one device)."""
+    return to_quantity_gi(SHM_PER_DEVICE * max(1, plan.accelerator_count))
+
+
+def container_security() -> Obj:
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_security() -> Obj:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUNTIME_UID,
+        "runAsGroup": RUNTIME_UID,
+        "fsGroup": RUNTIME_UID,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def tolerations(spec: InferenceServiceClassSpec, settings: Settings) -> list[Obj]:
+    """The module's GPU node tolerations, then the class's that are not among them."""
+    out: list[Obj] = []
+    for t in (*settings.gpu_node_tolerations, *(spec.placement.tolerations or ())):
+        wire = _toleration(t)
+        if wire not in out:
+            out.append(wire)
+    return out
+
+
+def _toleration(t: Toleration) -> Obj:
+    return t.to_wire()
+
+
+def node_selector(spec: InferenceServiceClassSpec, settings: Settings) -> dict[str, str]:
+    """The module's GPU node selector with the class's on top (the class may narrow it)."""
+    return {**settings.gpu_node_selector, **(spec.placement.node_selector or {})}
+
+
+def fetcher(order: InferenceService, plan: PlanView, settings: Settings, revision: str | None) -> Obj:
+    model = order.spec.model
+    env: list[Obj] = [
+        {"name": "HF_ENDPOINT", "value": settings.hf_endpoint},
+        {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
+        {"name": "HOME", "value": HOME_PATH},
+    ]
+    if model.auth_secret_ref is not None:
+        key = model.auth_secret_ref.key or names.DEFAULT_HF_TOKEN_KEY
+        env.append(
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": model.auth_secret_ref.name, "key": key}},
+            }
+        )
+    args = ["download", model.ref.name, "--local-dir", f"{names.MODEL_MOUNT_PATH}/model"]
+    if revision:
+        args += ["--revision", revision]
+    return {
+        "name": "model-fetcher",
+        "image": settings.model_fetcher_image or plan.image,
+        "command": ["hf"],
+        "args": args,
+        "env": env,
+        "volumeMounts": [
+            {"name": "model", "mountPath": names.MODEL_MOUNT_PATH},
+            {"name": "home", "mountPath": HOME_PATH},
+        ],
+        "securityContext": container_security(),
+    }
+
+
+def runtime(order: InferenceService, plan: PlanView, settings: Settings, *, token: bool) -> Obj:
+    env: list[Obj] = []
+    if token:
+        env.append(
+            {
+                "name": names.API_KEY_ENV,
+                "valueFrom": {
+                    "secretKeyRef": {
+                        "name": names.auth_secret(order.metadata.name),
+                        "key": names.AUTH_TOKEN_KEY,
+                    }
+                },
+            }
+        )
+    env += [{"name": "HOME", "value": HOME_PATH}, {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
+    weights = parse_bytes(plan.model_volume)
+    return {
+        "name": "runtime",
+        "image": plan.image,
+        "args": list(plan.args),
+        "env": env,
+        "ports": [{"name": "https", "containerPort": names.RUNTIME_PORT, "protocol": "TCP"}],
+        "resources": {
+            "requests": {"cpu": plan.cpu, "memory": plan.memory},
+            "limits": {"memory": plan.memory},
+            "claims": [{"name": names.CLAIM_NAME}],
+        },
+        "startupProbe": timing.startup_probe(weights, settings),
+        "livenessProbe": timing.liveness_probe(),
+        "readinessProbe": timing.readiness_probe(),
+        "volumeMounts": [
+            {"name": "model", "mountPath": names.MODEL_MOUNT_PATH, "readOnly": True},
+            {"name": "tls", "mountPath": names.TLS_MOUNT_PATH, "readOnly": True},
+            {"name": "shm", "mountPath": "/dev/shm"},
+            {"name": "home", "mountPath": HOME_PATH},
+        ],
+        "securityContext": container_security(),
+    }
+
+
+def pod_spec(
+    order: InferenceService,
+    plan: PlanView,
+    spec: InferenceServiceClassSpec,
+    settings: Settings,
+    *,
+    volume_name: str,
+    revision: str | None,
+    token: bool,
+) -> Obj:
+    out: Obj = {
+        "securityContext": pod_security(),
+        "initContainers": [fetcher(order, plan, settings, revision)],
+        "containers": [runtime(order, plan, settings, token=token)],
+        "resourceClaims": [
+            {"name": names.CLAIM_NAME, "resourceClaimTemplateName": claim_template_name(order, plan)}
+        ],
+        "volumes": [
+            {"name": "model", "persistentVolumeClaim": {"claimName": volume_name}},
+            {"name": "tls", "secret": {"secretName": names.tls_secret(order.metadata.name)}},
+            {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(plan)}},
+            {"name": "home", "emptyDir": {}},
+        ],
+    }
+    if spec.scaling is not None and spec.scaling.priority_class_name:
+        out["priorityClassName"] = spec.scaling.priority_class_name
+    selector = node_selector(spec, settings)
+    if selector:
+        out["nodeSelector"] = selector
+    tols = tolerations(spec, settings)
+    if tols:
+        out["tolerations"] = tols
+    return out

@@ -1,0 +1,52 @@
+"""The module settings the runtime pod reads: volume access mode, GPU node scheduling, certificate
+lifetime and the throughputs the probes are sized with. A bad value stops the start, naming the key."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import yaml
+
+from controller.settings import Settings, SettingsError, parse_settings
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def test_the_shipped_settings_parse_and_tolerate_the_nvidia_gpu_taint() -> None:
+    data = yaml.safe_load((ROOT / "deploy/base/platform/settings.yaml").read_text())["data"]
+    settings = parse_settings(data, {})
+    assert settings.model_volume_access_mode == "ReadWriteOnce"
+    (toleration,) = settings.gpu_node_tolerations
+    assert (toleration.key, toleration.operator, toleration.effect) == (
+        "nvidia.com/gpu",
+        "Exists",
+        "NoSchedule",
+    )
+    assert settings.gpu_node_selector == {}
+
+
+def test_the_defaults() -> None:
+    s = Settings()
+    assert (s.model_volume_access_mode, s.gpu_node_tolerations, s.gpu_node_selector) == (
+        "ReadWriteOnce",
+        (),
+        {},
+    )
+    assert (s.endpoint_certificate_duration, s.endpoint_certificate_renew_before) == ("2160h", "720h")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"modelVolumeAccessMode": "RWX"}, "`modelVolumeAccessMode`: must be one of ReadWriteOnce"),
+        ({"gpuNodeTolerations": "[{"}, "`gpuNodeTolerations`: '[{' is not valid JSON"),
+        ({"gpuNodeTolerations": '[{"effect": "Sometimes"}]'}, "`gpuNodeTolerations`:"),
+        ({"gpuNodeSelector": "[1, 2]"}, "`gpuNodeSelector`: Input should be a valid dictionary"),
+    ],
+)
+def test_a_bad_value_names_its_key(data: dict[str, str], message: str) -> None:
+    with pytest.raises(
+        SettingsError, match="module setting " + message.replace("[", r"\[").replace("{", r"\{")
+    ):
+        parse_settings(data, {})

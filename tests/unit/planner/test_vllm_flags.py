@@ -1,0 +1,118 @@
+"""Every flag a launch plan emits is one that vLLM's own parser accepts, at the recipe's version.
+
+The accepted flags are frozen from vLLM's source per release (standins/runtime/vllm-flags-*.json);
+the runtime stand-in refuses any other flag, so end-to-end orders check the same thing.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pytest
+import yaml
+
+from controller.planner import plan_order
+from controller.planner.vllm import VllmLaunch, vllm_args
+from standins.runtime.vllm_flags import (
+    accepted_flags,
+    flag_name,
+    frozen_versions,
+    image_version,
+    refusal,
+    unknown_flags,
+)
+from tests.unit.planner.builders import (
+    BGE_LARGE,
+    BGE_RERANKER,
+    LLAMA_8B,
+    QWEN_32B_AWQ,
+    fleet_inventory,
+    make_recipe,
+    make_request,
+)
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+BUNDLED = yaml.safe_load((ROOT / "deploy/base/platform/vllm.yaml").read_text())["spec"]
+
+
+def bundled_flags() -> frozenset[str]:
+    version = image_version(BUNDLED["image"])
+    assert version is not None
+    return accepted_flags(version)
+
+
+def test_the_bundled_recipes_vllm_version_has_a_frozen_flag_list() -> None:
+    assert image_version(BUNDLED["image"]) in frozen_versions()
+    flags = bundled_flags()
+    assert {"--model", "--api-key", "--ssl-certfile", "--enable-ssl-refresh", "--trust-remote-code"} <= flags
+    assert "--runner" in flags and "--convert" in flags, "0.11 pools with --runner/--convert"
+
+
+def launches() -> list[VllmLaunch]:
+    base: dict[str, Any] = {
+        "facts": LLAMA_8B,
+        "endpoint_type": "Chat",
+        "served_model_name": LLAMA_8B.name,
+        "tensor_parallel_size": 1,
+        "max_model_len": 8192,
+        "gpu_memory_utilization": 0.9,
+        "quantization": "none",
+        "compute_capability": (9, 0),
+        "requires_token": True,
+        "extra_args": tuple(BUNDLED.get("extraArgs") or ()),
+    }
+    variants: list[dict[str, Any]] = [
+        {},
+        {"tensor_parallel_size": 4},
+        {"facts": QWEN_32B_AWQ, "quantization": "awq"},
+        {"quantization": "gguf"},
+        {"facts": BGE_LARGE, "endpoint_type": "Embeddings"},
+        {"facts": BGE_RERANKER, "endpoint_type": "Rerank"},
+        {"facts": LLAMA_8B.model_copy(update={"requires_remote_code": True})},
+        {"requires_token": False},
+    ]
+    return [VllmLaunch(**{**base, **v}) for v in variants]
+
+
+@pytest.mark.parametrize(
+    "launch", launches(), ids=lambda launch: f"{launch.endpoint_type}-{launch.quantization}"
+)
+def test_every_flag_of_a_launch_is_accepted_by_vllm_of_the_recipes_version(launch: VllmLaunch) -> None:
+    assert unknown_flags(vllm_args(launch), bundled_flags()) == []
+
+
+@pytest.mark.parametrize("facts", [LLAMA_8B, QWEN_32B_AWQ, BGE_LARGE, BGE_RERANKER], ids=lambda f: f.name)
+def test_every_flag_of_a_plan_on_the_default_fleet_is_accepted(facts: Any) -> None:
+    recipe = make_recipe(image=BUNDLED["image"], extraArgs=BUNDLED.get("extraArgs") or [])
+    outcome = plan_order(make_request(fleet_inventory(), facts, recipes=[recipe]))
+    assert outcome.plan is not None, outcome.message
+    assert refusal(outcome.plan.image, outcome.plan.args) is None
+
+
+@pytest.mark.parametrize(
+    ("arg", "name"),
+    [
+        ("--max-model-len", "--max-model-len"),
+        ("--max_model_len=8", "--max-model-len"),
+        ("-tp", "-tp"),
+        ("-O3", "-O"),
+        ("8192", None),
+        ("-1", None),
+    ],
+)
+def test_flag_names_are_read_as_the_parser_reads_them(arg: str, name: str | None) -> None:
+    assert flag_name(arg) == name
+
+
+def test_an_unknown_flag_or_a_removed_one_is_refused_with_vllms_words() -> None:
+    args = ["--model", "/models/model", "--task", "embed", "--enable-ssl-reload", "--api-key=x"]
+    assert refusal("vllm/vllm-openai:v0.11.0", args) == (
+        "vllm serve: error: unrecognized arguments: --enable-ssl-reload"
+    )
+
+
+def test_a_vllm_image_without_a_frozen_version_is_refused_and_other_images_are_not_checked() -> None:
+    assert "no frozen flag list for vLLM 0.1.0" in (refusal("vllm/vllm-openai:v0.1.0", []) or "")
+    assert "cannot tell the vLLM version" in (refusal("vllm/vllm-openai:latest", []) or "")
+    assert refusal("example.com/other:latest", ["--anything"]) is None
