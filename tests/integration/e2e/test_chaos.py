@@ -19,9 +19,9 @@ SEED = 7
 SHAPE = Shape(seconds=40, namespaces=2, creates=6, max_live=5)
 FAULTS = Schedule(
     kill_every=(20.0, 40.0),
-    first_kill=10.0,
-    kills_until=10.0,  # one kill
-    webhook_at=14.0,
+    first_kill=30.0,  # one kill, inside the Hub outage: the new leader must not need the Hub
+    kills_until=30.0,
+    webhook_at=10.0,
     webhook_down=5.0,
     hub_at=22.0,
     hub_seconds=20.0,
