@@ -1,5 +1,9 @@
-"""Bugs found by bench/chaos, reproduced as strict xfails: when one is fixed, its test passes, fails
-as an unexpected pass, and the marker (and the bench's workaround) can go."""
+"""Regressions of bugs bench/chaos found.
+
+An edited order's old model volume: on the branch's base the shipped ClusterRole had no `delete` on
+persistentvolumeclaims while the controller pruned the old volume, so an edited order ended
+WorkloadReady=False/WorkloadFailed (forbidden). With main merged (1 December 2026) this passes
+under the shipped RBAC."""
 
 from __future__ import annotations
 
@@ -18,12 +22,6 @@ def volumes(p: Platform, ns: str) -> list[str]:
     return sorted(o["metadata"]["name"] for o in out if not o["metadata"].get("deletionTimestamp"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the shipped ClusterRole (deploy/base/rbac/controller.yaml) has no `delete` on "
-    "persistentvolumeclaims, but the controller prunes the old model volume of an edited order: "
-    "the order ends WorkloadReady=False/WorkloadFailed (forbidden)",
-)
 def test_an_edited_order_is_ready_again_and_its_old_model_volume_is_deleted(
     platform: Platform, ns: str
 ) -> None:
