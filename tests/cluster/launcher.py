@@ -477,22 +477,45 @@ def down() -> None:
 
 def _stop_all() -> None:
     for name in reversed(COMPONENTS):
-        pid = _pid(name)
-        if pid is None:
-            (P.pids / name).unlink(missing_ok=True)
-            continue
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and _pid(name) is not None:
-            time.sleep(0.1)
-        if _pid(name) is not None:
-            os.killpg(pid, signal.SIGKILL)
-        child = _SPAWNED.pop(name, None)
-        if child is not None:
-            child.wait(timeout=15)
+        _stop(name)
+
+
+def _stop(name: str) -> None:
+    pid = _pid(name)
+    if pid is None:
         (P.pids / name).unlink(missing_ok=True)
-        log(f"stopped {name}")
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _pid(name) is not None:
+        time.sleep(0.1)
+    if _pid(name) is not None:
+        os.killpg(pid, signal.SIGKILL)
+    child = _SPAWNED.pop(name, None)
+    if child is not None:
+        child.wait(timeout=15)
+    (P.pids / name).unlink(missing_ok=True)
+    log(f"stopped {name}")
+
+
+def stop_component(name: str) -> None:
+    """Stop one component of a running plane (SIGTERM to its process group), leaving the others."""
+    if name not in COMPONENTS:
+        raise ValueError(f"unknown component {name!r}; one of {', '.join(COMPONENTS)}")
+    with _locked():
+        _stop(name)
+
+
+def restart_component(name: str, *, down_seconds: float = 0.0, bin_dir: pathlib.Path | None = None) -> None:
+    """Restart one component of a running plane: stop it, wait ``down_seconds``, start what is
+    stopped again with the same flags (``start`` skips the running ones) and wait until it serves.
+    For fault injection (bench/chaos): etcd and kube-apiserver keep their data and certificates."""
+    stop_component(name)
+    time.sleep(down_seconds)
+    bin_dir = bin_dir or build()
+    with _locked():
+        start(bin_dir)
 
 
 def status() -> int:
