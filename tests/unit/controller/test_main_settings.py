@@ -22,7 +22,7 @@ def test_an_unreachable_api_server_is_waited_for_then_the_settings_are_read(monk
             raise answer
         return answer
 
-    monkeypatch.setattr(cli.kapi, "get", get)
+    monkeypatch.setattr("controller.kube.apply.get", get)
     settings = cli.load_settings(None, "ns", "s", sleep=slept.append)
     assert settings.probe_period_seconds == 7.0
     assert slept == [1.0, 2.0, 4.0]
@@ -32,6 +32,6 @@ def test_it_gives_up_after_the_wait(monkeypatch: Any) -> None:
     def get(*_a: Any, **_k: Any) -> object:
         raise kerr.ApiUnavailable("refused", status=0)
 
-    monkeypatch.setattr(cli.kapi, "get", get)
+    monkeypatch.setattr("controller.kube.apply.get", get)
     with pytest.raises(kerr.ApiUnavailable):
         cli.load_settings(None, "ns", "s", wait=5.0, sleep=lambda _s: None)
