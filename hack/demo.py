@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,6 +37,7 @@ import yaml
 from hack import lws, procs
 from hack.cert_manager import crds_dir
 from shared import reasons
+from standins import local_webhook
 from tests.cluster import launcher, pki
 from tests.cluster.identity import service_account_kubeconfig
 
@@ -45,7 +46,6 @@ NAMESPACE = "d8-inference"
 SETTINGS = "inference-settings"
 EXAMPLE = ROOT / "examples" / "support-llm.yaml"
 LOCAL_OVERLAY = ROOT / "deploy" / "overlays" / "local"
-WEBHOOKS = ROOT / "deploy" / "webhook" / "webhooks.yaml"
 OUR_CRDS = ("inferenceservices", "inferenceserviceclasses", "inferencerecipes")
 # Local process names, in start order; `down` stops them in reverse.
 PROCESSES = ("hub-mirror", "runtime-standin", "webhook", "lws-controller", "controller")
@@ -89,34 +89,6 @@ def outcome(obj: Mapping[str, Any]) -> str | None:
     if phase == "Failed":
         return "failed"
     return None
-
-
-def local_webhooks(
-    docs: Iterable[Mapping[str, Any]], *, base_url: str, ca_pem: bytes
-) -> list[dict[str, Any]]:
-    """The webhook configurations of deploy/webhook, pointed at a local URL instead of the Service.
-
-    Same rules, names and policies as in the cluster; ``clientConfig.service`` becomes
-    ``url: <base_url><path>`` with our own CA, and the cert-manager injection annotation goes away.
-    """
-    out: list[dict[str, Any]] = []
-    ca = base64.b64encode(ca_pem).decode()
-    for doc in docs:
-        if doc.get("kind") not in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-            continue
-        conf = json.loads(json.dumps(doc))
-        annotations = conf.get("metadata", {}).get("annotations") or {}
-        annotations.pop("cert-manager.io/inject-ca-from", None)
-        if "annotations" in conf.get("metadata", {}):
-            conf["metadata"]["annotations"] = annotations
-        for hook in conf.get("webhooks") or []:
-            client = hook.get("clientConfig") or {}
-            service = client.pop("service", None) or {}
-            client["url"] = base_url.rstrip("/") + (service.get("path") or "/")
-            client["caBundle"] = ca
-            hook["clientConfig"] = client
-        out.append(conf)
-    return out
 
 
 def curl_command(url: str, *, token: str | None, ca_file: pathlib.Path, address: str) -> list[str]:
@@ -301,9 +273,8 @@ def start_webhook(demo: Demo) -> None:
         env=demo.env,
     )
     wait_https(bg, port, ca_file=demo.pki / "webhook-ca.crt")
-    docs = [d for d in yaml.safe_load_all(WEBHOOKS.read_text()) if d]
-    confs = local_webhooks(
-        docs, base_url=f"https://127.0.0.1:{port}", ca_pem=(demo.pki / "webhook-ca.crt").read_bytes()
+    confs = local_webhook.configurations(
+        base_url=f"https://127.0.0.1:{port}", ca_bundle=(demo.pki / "webhook-ca.crt").read_bytes()
     )
     demo.kubectl(
         "apply",

@@ -342,13 +342,12 @@ def test_an_example_applies_with_a_server_side_dry_run(
 def test_the_demo_registration_of_the_local_webhook_is_valid_to_the_api_server(
     kubectl: Kubectl, installed: None, tmp_path: pathlib.Path
 ) -> None:
-    from hack.demo import WEBHOOKS, local_webhooks
+    from standins import local_webhook
     from tests.cluster import pki
 
     pki.make_ca(tmp_path, "ca", "test CA")
     pem = (tmp_path / "ca.crt").read_bytes()
-    docs = [d for d in yaml.safe_load_all(WEBHOOKS.read_text()) if d]
-    confs = local_webhooks(docs, base_url="https://127.0.0.1:9443", ca_pem=pem)
+    confs = local_webhook.configurations(base_url="https://127.0.0.1:9443", ca_bundle=pem)
     assert {c["kind"] for c in confs} == {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
     lines = dry_run(kubectl, confs)
     assert len(lines) == len(confs)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from hack import procs
-from hack.demo import chain_summary, curl_command, local_webhooks, outcome, shown
+from hack.demo import chain_summary, curl_command, outcome, shown
+from standins import local_webhook
 
 
 def make_order(
@@ -100,43 +101,14 @@ def test_the_wait_ends_on_ready_degraded_or_failed_of_the_current_generation(
     assert outcome(order) == expected
 
 
-WEBHOOKS: list[dict[str, Any]] = [
-    {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {
-            "name": "inference-validate",
-            "annotations": {"cert-manager.io/inject-ca-from": "d8-inference/inference-webhook"},
-        },
-        "webhooks": [
-            {
-                "name": "order.validate.ai.deckhouse.io",
-                "clientConfig": {
-                    "service": {
-                        "name": "inference-webhook",
-                        "namespace": "d8-inference",
-                        "port": 443,
-                        "path": "/v",
-                    }
-                },
-                "failurePolicy": "Fail",
-            }
-        ],
-    },
-    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "not-a-webhook"}},
-]
-
-
-def test_local_registration_points_the_same_rules_at_a_url_with_our_ca() -> None:
-    (conf,) = local_webhooks(WEBHOOKS, base_url="https://127.0.0.1:9443/", ca_pem=b"PEM")
-    hook = conf["webhooks"][0]
-    assert hook["clientConfig"] == {
-        "url": "https://127.0.0.1:9443/v",
-        "caBundle": base64.b64encode(b"PEM").decode(),
-    }
-    assert hook["failurePolicy"] == "Fail"
-    assert conf["metadata"]["annotations"] == {}
-    assert WEBHOOKS[0]["webhooks"][0]["clientConfig"]["service"]["path"] == "/v", "the input is not modified"
+def test_local_registration_points_deploys_rules_at_a_url_with_our_ca() -> None:
+    confs = local_webhook.configurations(base_url="https://127.0.0.1:9443/", ca_bundle=b"PEM")
+    assert {c["kind"] for c in confs} == {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+    for conf in confs:
+        for hook in conf["webhooks"]:
+            assert hook["clientConfig"]["url"].startswith("https://127.0.0.1:9443/")
+            assert hook["clientConfig"]["caBundle"] == base64.b64encode(b"PEM").decode()
+            assert hook["failurePolicy"] == "Fail"
 
 
 def test_the_curl_keeps_the_endpoint_name_and_only_redirects_the_connection() -> None:
