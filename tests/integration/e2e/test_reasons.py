@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import wait_for
-from tests.integration.platform import HF_TOKEN, Platform, hf
+from tests.integration.platform import HF_TOKEN, SETTINGS, Platform, hf
 
 pytestmark = pytest.mark.cluster
 
@@ -354,6 +354,40 @@ def test_resource_claim_exhausted_after_falling_back_through_every_device_class(
 
 
 # -- WorkloadReady -------------------------------------------------------------------------------
+
+
+def test_a_taint_is_unschedulable_with_the_schedulers_words_and_never_a_fallback(
+    platform: Platform, ns: str
+) -> None:
+    """Only the DRA plugin's "cannot allocate all claims" moves an order to its next device class:
+    a taint nobody tolerates is reported as it is, and the plan stays."""
+    klass = platform.create_class(
+        {
+            "placement": {
+                "deviceClassNames": ["gpu.nvidia.com", "mig.nvidia.com"],
+                "sharingModes": ["Exclusive", "MIG"],
+            }
+        }
+    )
+    nodes = [
+        n["metadata"]["name"]
+        for n in json.loads(platform.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    ]
+    for n in nodes:
+        platform.kubectl("taint", "node", n, "e2e-hold=1:NoSchedule", "--overwrite")
+    try:
+        platform.create_order(ns, "o", hf(SMALL), klass=klass)
+        obj = platform.wait_reason(ns, "o", "WorkloadReady", "Unschedulable", timeout=90)
+        assert "untolerated taint" in platform.condition(obj, "WorkloadReady")["message"]
+        time.sleep(float(SETTINGS["claimGraceSeconds"]) + 6)  # past the grace a claim failure would have
+        obj = platform.order(ns, "o")
+        assert platform.condition(obj, "Planned")["reason"] == "Planned"
+        assert obj["status"]["resolved"]["replanCount"] == 0
+        assert not obj["status"]["resolved"].get("triedDeviceClasses")
+    finally:
+        for n in nodes:
+            platform.kubectl("taint", "node", n, "e2e-hold-", check=False)
+    platform.wait_phase(ns, "o", "Ready", timeout=120)
 
 
 def test_workload_failed_when_the_deployment_cannot_create_pods(platform: Platform, ns: str) -> None:
