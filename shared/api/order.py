@@ -170,7 +170,8 @@ class Resolved(ApiModel):
         description="Memory of one accelerator (or of its share), in GiB.",
     )
     accelerator_count: int | None = Field(
-        default=None, description="Devices per replica, in total over its nodes; tensor parallel when greater than 1."
+        default=None,
+        description="Devices per replica, in total over its nodes; tensor parallel when greater than 1.",
     )
     placement_mode: PlacementMode | None = Field(
         default=None,
