@@ -11,6 +11,7 @@ deleting the order removes the group.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -135,4 +136,61 @@ def test_a_405b_order_runs_as_a_two_node_group_is_ready_only_whole_and_goes_with
     print(
         f"multi-node timings: Ready {ready_after:.1f}s; not-Ready {not_ready_after:.1f}s after the worker was "
         f"deleted, Ready again {back_after:.1f}s; group gone {time.monotonic() - deleted_at:.1f}s after delete"
+    )
+
+
+def _kinds(p: Platform, ns: str) -> set[str]:
+    out = p.kubectl("get", "deployment,hpa,leaderworkerset", "-n", ns, "-o", "json").stdout
+    return {
+        i["kind"]
+        for i in json.loads(out)["items"]
+        if not i["metadata"].get("deletionTimestamp")
+        and any(r.get("kind") == "InferenceService" for r in i["metadata"].get("ownerReferences", []))
+    }
+
+
+def test_an_edit_between_single_node_and_multi_node_replaces_the_workload_kind(
+    platform: Platform, ns: str
+) -> None:
+    p = platform
+    wait_for(lambda: h100_free(p.kubectl), bool, timeout=180, message="both H100 nodes free")
+    klass = p.create_class(
+        {"placement": {"deviceClassNames": ["gpu.nvidia.com"], "maxNodesPerReplica": 2}}, prefix="mn"
+    )
+    p.kubectl("create", "secret", "generic", "hf-token", "-n", ns, f"--from-literal=token={HF_TOKEN}")
+    small = hf("Qwen/Qwen2.5-32B-Instruct-AWQ")
+    p.create_order(ns, "edit", small, klass=klass)
+    p.wait_phase(ns, "edit", "Ready", timeout=120)
+    assert _kinds(p, ns) == {"Deployment", "HorizontalPodAutoscaler"}
+
+    p.create_order(ns, "edit", hf(MODEL, authSecretRef={"name": "hf-token"}), klass=klass)
+    obj = wait_for(
+        lambda: p.order(ns, "edit"),
+        lambda o: (
+            o["status"].get("observedGeneration") == o["metadata"]["generation"] == 2
+            and o["status"].get("phase") == "Ready"
+            and o["status"]["resolved"].get("placementMode") == "MultiNode"
+        ),
+        timeout=240,
+        message="the order Ready as MultiNode after the edit",
+    )
+    assert obj["status"]["resolved"]["replanCount"] == 1
+    wait_for(lambda: _kinds(p, ns), lambda k: k == {"LeaderWorkerSet"}, timeout=60, message="only the LWS")
+
+    p.create_order(ns, "edit", small, klass=klass)
+    wait_for(
+        lambda: p.order(ns, "edit"),
+        lambda o: (
+            o["status"].get("observedGeneration") == o["metadata"]["generation"] == 3
+            and o["status"].get("phase") == "Ready"
+            and o["status"]["resolved"].get("placementMode") != "MultiNode"
+        ),
+        timeout=180,
+        message="the order Ready on one node again",
+    )
+    wait_for(
+        lambda: _kinds(p, ns),
+        lambda k: k == {"Deployment", "HorizontalPodAutoscaler"},
+        timeout=60,
+        message="the LWS pruned, a Deployment and HPA again",
     )
