@@ -11,22 +11,15 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import ValidationError
 
-from controller import decide, planning, render
+from controller import booking, decide
 from controller.act import Actor
 from controller.classes import class_status
 from controller.kinds import Cache
 from controller.observe import Observer
-from controller.planner import LaunchPlan, PlanRequest, plan_order
-from controller.planner.inventory import Inventory
-from controller.planner.ledger import Use, use_of
-from controller.planner.reserve import devices_for
-from controller.readings import own_claim_names
-from controller.snapshot import Planning, Snapshot
-from shared import names
+from controller.planner import LaunchPlan
 from shared.api.order import InferenceService
 
 log = logging.getLogger(__name__)
@@ -67,71 +60,21 @@ class Reconciler:
         if _older(raw["metadata"].get("resourceVersion"), self.written.get(key)):
             return 1.0  # the cache has not seen our last status write yet
         s = self.observer.snapshot(order, raw, self.clock())
-        planned = self._plan(s)
+        planned = booking.book(self.observer.ledger, s, self.actor.metrics)
         intents = decide.decide(s, planned)
         done = self.actor.act(s, intents)
-        ledger = self.observer.ledger
+        booking.after_act(self.observer.ledger, s, planned, intents, done)
         if done.applied and intents.plan is not None:
             self.applied[key] = intents.plan
-        if not done.applied or (planned.outcome is not None and not planned.outcome.ok):
-            ledger.release(key)
-        elif s.claims_allocated and planned.outcome is None:
-            ledger.settle(key)
-        if intents.waiting:
-            ledger.mark_exhausted(key)
-        else:
-            ledger.clear_exhausted(key)
         if done.written_rv:
             self.written[key] = done.written_rv
         if intents.probe is not None:
             self.observer.probes.request(key, intents.probe.url, intents.probe.token)
         return intents.requeue
 
-    def _plan(self, s: Snapshot) -> Planning:
-        """Ask the ledger for a place when the decision is to (re)compute; else keep the plan in force."""
-        if s.klass is None or s.model is None or not s.model.verdict.ok or s.model.facts is None:
-            return Planning()
-        d = planning.plan_decision(s)
-        if not d.compute:
-            return Planning(trigger=d.trigger, tried=d.tried)
-        facts, endpoint_type, cspec = s.model.facts, s.model.endpoint_type, s.klass.spec
-        assert endpoint_type is not None
-        result: list[Any] = []
-
-        def plan(inventory: Inventory) -> tuple[str | None, Use]:
-            outcome = plan_order(
-                PlanRequest(
-                    facts=facts,
-                    endpoint_type=endpoint_type,
-                    class_spec=cspec,
-                    recipes=list(s.recipes),
-                    inventory=inventory,
-                    served_model_name=s.order.spec.model.ref.name,
-                    skip_device_classes=d.tried,
-                    previous=planning.usable_in_force(s),
-                    requires_token=render.requires_token(cspec),
-                )
-            )
-            result.append(outcome)
-            if not outcome.ok or outcome.plan is None:
-                return None, Use()
-            return _hash(outcome.plan), use_of(outcome.allocation, outcome.shared_bytes)
-
-        self.observer.ledger.take(s.key, own_claim_names(s.pods), plan)
-        self.actor.metrics.plans.labels(outcome=result[0].reason).inc()
-        return Planning(outcome=result[0], trigger=d.trigger, count=d.count, tried=d.tried)
-
     def rebuild_reservations(self) -> None:
-        """After a start: every plan in force whose claims are not allocated holds its place again."""
-        for raw in self.observer.store.list(Cache.ORDERS):
-            try:
-                order = InferenceService.model_validate(raw)
-            except ValidationError:
-                continue
-            key = (order.metadata.namespace or "", order.metadata.name)
-            plan = self.observer.plan_in_force(order)
-            if plan is not None and not self.observer.claims_allocated(order, plan):
-                self.observer.ledger.hold(key, _hash(plan), _picker(plan))
+        """After a start, before any worker runs: unallocated plans in force book their places."""
+        booking.rebuild(self.observer)
 
     def forget(self, key: tuple[str, str]) -> None:
         self.applied.pop(key, None)
@@ -141,14 +84,6 @@ class Reconciler:
 
     def reconcile_class(self, name: str) -> float | None:
         return class_status(self.observer, self.actor, name, self.clock())
-
-
-def _picker(plan: LaunchPlan) -> Callable[[Inventory], Use]:
-    return lambda inventory: devices_for(plan, inventory)
-
-
-def _hash(plan: LaunchPlan) -> str:
-    return names.short_hash(plan.model_dump_json(), 16)
 
 
 def _older(cached: str | None, written: str | None) -> bool:

@@ -1,0 +1,98 @@
+"""Booking places in the capacity ledger for orders: the one bridge between a decision about one
+order and the ledger every worker shares.
+
+- ``book``: when ``planning.plan_decision`` says to (re)compute, run the planner on the ledger's
+  free view and reserve its answer in one critical section;
+- ``after_act``: settle, release or keep the reservation from what acting did, and remember
+  whether the order waits for capacity;
+- ``rebuild``: after a start, every plan in force whose claims are not allocated books its place
+  again, before any worker runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from controller import planning, render
+from controller.act import Done
+from controller.intents import Intents
+from controller.kinds import Cache
+from controller.metrics import ControllerMetrics
+from controller.observe import Observer
+from controller.planner import LaunchPlan, PlanOutcome, PlanRequest, plan_order
+from controller.planner.inventory import Inventory
+from controller.planner.ledger import Ledger, Use, use_of
+from controller.planner.reserve import devices_for
+from controller.readings import own_claim_names
+from controller.snapshot import Planning, Snapshot
+from shared import names
+from shared.api.order import InferenceService
+
+
+def plan_hash(plan: LaunchPlan) -> str:
+    return names.short_hash(plan.model_dump_json(), 16)
+
+
+def book(ledger: Ledger, s: Snapshot, metrics: ControllerMetrics) -> Planning:
+    """The planner's answer for this reconcile, booked; or the plan in force when nothing changed."""
+    if s.klass is None or s.model is None or not s.model.verdict.ok or s.model.facts is None:
+        return Planning()
+    d = planning.plan_decision(s)
+    if not d.compute:
+        return Planning(trigger=d.trigger, tried=d.tried)
+    facts, endpoint_type, cspec = s.model.facts, s.model.endpoint_type, s.klass.spec
+    assert endpoint_type is not None
+    answers: list[PlanOutcome] = []
+
+    def plan(inventory: Inventory) -> tuple[str | None, Use]:
+        outcome = plan_order(
+            PlanRequest(
+                facts=facts,
+                endpoint_type=endpoint_type,
+                class_spec=cspec,
+                recipes=list(s.recipes),
+                inventory=inventory,
+                served_model_name=s.order.spec.model.ref.name,
+                skip_device_classes=d.tried,
+                previous=planning.usable_in_force(s),
+                requires_token=render.requires_token(cspec),
+            )
+        )
+        answers.append(outcome)
+        if not outcome.ok or outcome.plan is None:
+            return None, Use()
+        return plan_hash(outcome.plan), use_of(outcome.allocation, outcome.shared_bytes)
+
+    ledger.take(s.key, own_claim_names(s.pods), plan)
+    metrics.plans.labels(outcome=answers[0].reason).inc()
+    return Planning(outcome=answers[0], trigger=d.trigger, count=d.count, tried=d.tried)
+
+
+def after_act(ledger: Ledger, s: Snapshot, planned: Planning, intents: Intents, done: Done) -> None:
+    refused = planned.outcome is not None and not planned.outcome.ok
+    if not done.applied or refused:
+        ledger.release(s.key)  # nothing of ours will take the place
+    elif s.claims_allocated and planned.outcome is None:
+        ledger.settle(s.key)  # the allocation now stands for the reservation
+    if intents.waiting:
+        ledger.mark_exhausted(s.key)
+    else:
+        ledger.clear_exhausted(s.key)
+
+
+def rebuild(observer: Observer) -> None:
+    for raw in observer.store.list(Cache.ORDERS):
+        try:
+            order = InferenceService.model_validate(raw)
+        except ValidationError:
+            continue
+        key = (order.metadata.namespace or "", order.metadata.name)
+        plan = observer.plan_in_force(order)
+        if plan is not None and not observer.claims_allocated(order, plan):
+            observer.ledger.hold(key, plan_hash(plan), _picker(plan))
+
+
+def _picker(plan: LaunchPlan) -> Callable[[Inventory], Use]:
+    return lambda inventory: devices_for(plan, inventory)
