@@ -1,7 +1,7 @@
 """Planner benchmark: build time of the inventory and plan time per order, for fleets of about
 100, 1,000 and 10,000 devices from ``tests.cluster.fleet.large_fleet``.
 
-    .venv/bin/python -m bench.planner.run [--orders 21]
+    .venv/bin/python -m bench.planner [--orders 21]      # or bench.planner.run
 
 Two tables, one line per fleet each.
 

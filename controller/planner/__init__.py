@@ -3,11 +3,15 @@
 The controller calls ``build_inventory`` on the informer caches, then ``plan_order`` per order.
 Modules: ``estimate`` (memory), ``inventory`` (devices, classes, allocations), ``placement``
 (candidates, smallest fit), ``recipes`` (runtime matching), ``vllm`` (the runtime adapter),
-``diagnose`` (the reason when nothing fits), ``selectors`` (memoised CEL over many devices) and
-``plan`` (the entry point).
+``diagnose`` (the reason when nothing fits), ``selectors`` (memoised CEL over many devices),
+``slices`` (reading DeviceClasses and ResourceSlices), ``ledger`` (the capacity ledger, with
+``uses`` and ``roster``), ``groups``/``fleet``/``search`` (the devices grouped per device class
+and class selector, and the smallest-fit search over the groups), ``launch`` (what a plan holds)
+and ``plan`` (the entry point).
 """
 
-from controller.planner.inventory import Device, Inventory, build_inventory
+from controller.planner.inventory import Device, Inventory
 from controller.planner.plan import LaunchPlan, PlanOutcome, PlanRequest, plan_order
+from controller.planner.slices import build_inventory
 
 __all__ = ["Device", "Inventory", "LaunchPlan", "PlanOutcome", "PlanRequest", "build_inventory", "plan_order"]

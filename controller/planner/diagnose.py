@@ -1,27 +1,32 @@
 """Why the search came up empty: QuantizationMismatch, NoAcceleratorWithEnoughMemory or NoCapacity.
 
 Called by ``plan_order`` only when no free candidate fits. Pure. The message names the estimate
-per replica and what the allowed devices offer, so a person can act on it.
+per replica and what the allowed devices offer, so a person can act on it. It reads the group
+summaries of the allowed classes (``groups``), not the devices: the search on an empty cluster is
+the same group search as the plan's, with nothing taken.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from controller.facts import ModelFacts
 from controller.planner.estimate import MemoryEstimate
-from controller.planner.inventory import Device
-from controller.planner.placement import Candidate, candidates
+from controller.planner.groups import ClassGroups
+from controller.planner.placement import Candidate
 from controller.planner.recipes import RecipeChoice, runs_on
+from controller.planner.search import Taken, best, recipes_by_capability
 from shared import reasons
 from shared.cel import Semver
 from shared.quantity import GIB, format_gib
+
+Kind = tuple[str, int, Semver | None, bool]  # product, memory, capability, is MIG
 
 
 def diagnose(
     *,
     facts: ModelFacts,
-    eligible: dict[str, list[Device]],
+    eligible: dict[str, ClassGroups],
     modes: Sequence[str],
     estimate: MemoryEstimate,
     choices: Sequence[RecipeChoice],
@@ -30,57 +35,100 @@ def diagnose(
     holds_devices: bool,
 ) -> tuple[str, str]:
     """The reason and message for an empty search over the ``eligible`` devices of each class."""
-    devices = sorted({d.key: d for ds in eligible.values() for d in ds}.values(), key=lambda d: d.key)
     util = max(c.recipe.spec.gpu_memory_utilization or 0.9 for c in choices)
     need = estimate.per_device_need(1, util)
-    if not devices:
+    kinds = _kinds(eligible.values())
+    if not kinds:
         return (
             reasons.NO_ACCELERATOR_WITH_ENOUGH_MEMORY,
             f"needs {format_gib(need)} per replica; no device of {', '.join(eligible)} matches the class's "
             "placement.",
         )
-    capable = [d for d in devices if any(runs_on(c, d.compute_capability) for c in choices)]
+    capable = [k for k in kinds if any(runs_on(c, k[2]) for c in choices)]
     if not capable:
-        least = min(c.min_capability for c in choices if c.min_capability is not None)
-        best = max(devices, key=lambda d: (d.compute_capability or Semver(0, 0, 0), d.product_name))
-        cap = best.compute_capability
-        reach = f"{cap.major}.{cap.minor}" if cap else "an unknown capability"
-        return (
-            reasons.QUANTIZATION_MISMATCH,
-            f"{facts.name} needs compute capability {least.major}.{least.minor} or more for {method}; "
-            f"the allowed devices reach at most {reach} ({best.product_name}).",
-        )
-    capable_keys = {d.key for d in capable}
-    ever: list[Candidate] = []
-    for device_class, ds in eligible.items():
+        return reasons.QUANTIZATION_MISMATCH, _mismatch(facts, eligible.values(), kinds, choices, method)
+    recipe_for = recipes_by_capability(choices)
+    smallest: Candidate | None = None
+    for device_class, groups in eligible.items():
         for mode in modes:
-            ever += candidates(
+            found = best(
                 device_class=device_class,
                 mode=mode,
-                devices=[d for d in ds if d.key in capable_keys],
-                inventory=None,
-                busy=frozenset(),
+                groups=groups,
+                taken=Taken.nothing(),
                 estimate=estimate,
-                choices=choices,
+                recipe_for=recipe_for,
                 tp_sizes=tp_sizes,
             )
-    if not ever:
-        largest = max(capable, key=lambda d: (d.memory_bytes, d.product_name))
-        per_node: dict[str, int] = {}
-        for d in capable:
-            if d.product_name == largest.product_name and d.kind != "mig":
-                per_node[d.node] = per_node.get(d.node, 0) + 1
-        most = max((n for n in tp_sizes if n <= max(per_node.values(), default=1)), default=1)
-        tp = f" (up to {most} on one node: {most * largest.memory_bytes // GIB} GiB)" if most > 1 else ""
+            if found is not None and (smallest is None or found.sort_key() < smallest.sort_key()):
+                smallest = found
+    if smallest is None:
+        product, memory = max((k[1], k[0]) for k in capable)[::-1]
+        most = _most_on_one_node(eligible.values(), product, capable, tp_sizes)
+        tp = f" (up to {most} on one node: {most * memory // GIB} GiB)" if most > 1 else ""
         return (
             reasons.NO_ACCELERATOR_WITH_ENOUGH_MEMORY,
-            f"needs {format_gib(need)} per replica; largest allowed device is {largest.product_name} with "
-            f"{largest.memory_bytes // GIB} GiB{tp}.",
+            f"needs {format_gib(need)} per replica; largest allowed device is {product} with "
+            f"{memory // GIB} GiB{tp}.",
         )
-    smallest = min(ever, key=Candidate.sort_key)
     beyond = " beyond the place this order already holds" if holds_devices else ""
     return (
         reasons.NO_CAPACITY,
         f"needs {format_gib(need)} per replica; {smallest.count} x {smallest.first.product_name} "
         f"({smallest.sharing_mode}) would hold it, but no such device is free now{beyond}.",
     )
+
+
+def _kinds(views: Collection[ClassGroups]) -> set[Kind]:
+    out: set[Kind] = set()
+    for groups in views:
+        out.update((p, m, c, False) for p, m, c in groups.exclusive)
+        out.update((p, m, c, True) for m, p, c in groups.mig)
+    return out
+
+
+def _mismatch(
+    facts: ModelFacts,
+    views: Collection[ClassGroups],
+    kinds: set[Kind],
+    choices: Sequence[RecipeChoice],
+    method: str,
+) -> str:
+    """No allowed device reaches a recipe's capability: the most capable one, named.
+
+    Devices tie on (capability, product); only an unknown capability and 0.0.0 tie with
+    different words, and then the device first by key decides, as ``max`` over them did."""
+    least = min(c.min_capability for c in choices if c.min_capability is not None)
+    zero = Semver(0, 0, 0)
+    top = max((k[2] or zero, k[0]) for k in kinds)
+    tied = [k for k in kinds if (k[2] or zero, k[0]) == top]
+    cap = tied[0][2]
+    if len({k[2] is None for k in tied}) > 1:
+        first = min(
+            (key, d.compute_capability)
+            for groups in views
+            for key, (d, _) in groups.members.items()
+            if (d.compute_capability or zero, d.product_name) == top
+        )
+        cap = first[1]
+    reach = f"{cap.major}.{cap.minor}" if cap else "an unknown capability"
+    return (
+        f"{facts.name} needs compute capability {least.major}.{least.minor} or more for {method}; "
+        f"the allowed devices reach at most {reach} ({top[1]})."
+    )
+
+
+def _most_on_one_node(
+    views: Collection[ClassGroups], product: str, capable: list[Kind], tp_sizes: Sequence[int]
+) -> int:
+    """The largest tensor-parallel size with that many capable whole devices of ``product`` on one node."""
+    wanted = {(p, m, c) for p, m, c, mig in capable if p == product and not mig}
+    found = [g.exclusive[k] for g in views for k in wanted if k in g.exclusive]
+    if len(found) == 1:
+        return max((n for n in tp_sizes if found[0].at_least.get(n)), default=1)
+    per_node: dict[str, set[object]] = {}
+    for group in found:
+        for node, entries in group.nodes.items():
+            per_node.setdefault(node, set()).update(e[3] for e in entries)
+    top = max((len(keys) for keys in per_node.values()), default=1)
+    return max((n for n in tp_sizes if n <= top), default=1)

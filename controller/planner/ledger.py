@@ -21,47 +21,23 @@ help.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from controller.planner.inventory import (
-    Device,
-    DeviceIndex,
-    DeviceKey,
-    Inventory,
-    classify,
-    index_devices,
-    parse_device_class,
-    parse_slice,
-)
+from controller.planner.inventory import Device, DeviceKey, Inventory
+from controller.planner.roster import Fleet
+from controller.planner.slices import classify, parse_device_class, parse_slice
+from controller.planner.uses import Reservation, Use, claim_use, use_of, with_devices
 from shared.cel import Selector
-from shared.quantity import parse_quantity
+
+__all__ = ["Ledger", "OrderKey", "Reservation", "Use", "use_of", "with_devices"]
 
 Obj = Mapping[str, Any]
 OrderKey = tuple[str, str]  # (namespace, name)
 CounterKey = tuple[str, str, str, str]  # (driver, pool, counter set, counter)
-
-
-@dataclass(frozen=True, slots=True)
-class Use:
-    """What one claim or reservation takes: whole devices, or memory on shared devices."""
-
-    whole: frozenset[DeviceKey] = frozenset()
-    shared: tuple[tuple[DeviceKey, int], ...] = ()  # (device, bytes) on multiple-allocation devices
-
-    @property
-    def keys(self) -> frozenset[DeviceKey]:
-        return self.whole | frozenset(k for k, _ in self.shared)
-
-
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    plan_hash: str
-    use: Use
 
 
 @dataclass
@@ -84,8 +60,7 @@ class Ledger:
         self._reservations: dict[OrderKey, Reservation] = {}
         self._exhausted: dict[OrderKey, int] = {}
         self._epoch = 0
-        self._devices: tuple[Device, ...] | None = None  # the sorted fleet, rebuilt only on slice change
-        self._device_index: DeviceIndex | None = None  # lookups over the fleet, same lifetime
+        self._fleet = Fleet()  # devices in order, their index and groups, changed with each slice
         self._all_counters: dict[CounterKey, Decimal] | None = None  # every slice's, same lifetime
 
     # ------------------------------------------------------------------ informer feed
@@ -110,6 +85,8 @@ class Ledger:
         name = str(obj.get("metadata", {}).get("name", ""))
         with self._lock:
             before = {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())}
+            for d in self._slices.devices.get(name, ()):
+                self._fleet.remove(d)
             self._slices.devices.pop(name, None)
             self._slices.counters.pop(name, None)
             self._slices.unreadable.pop(name, None)
@@ -120,9 +97,9 @@ class Ledger:
                 else:
                     devices, counters = parsed
                     self._slices.devices[name] = devices
+                    for d in devices:
+                        self._fleet.add(d)
                     self._slices.counters[name] = counters
-            self._devices = None
-            self._device_index = None
             self._all_counters = None
             if {(d.key, d.memory_bytes) for d in self._slices.devices.get(name, ())} - before:
                 self._epoch += 1  # a device, or more memory on one, that was not there before
@@ -132,7 +109,7 @@ class Ledger:
         meta = obj.get("metadata", {})
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         with self._lock:
-            use = Use() if deleted else _claim_use(obj, self._index().by_key)
+            use = Use() if deleted else claim_use(obj, self._fleet.roster.index().by_key)
             before = self._claims.get(key, Use())
             if use.keys:
                 self._claims[key] = use
@@ -240,7 +217,7 @@ class Ledger:
 
     def device_count(self) -> int:
         with self._lock:
-            return len(self._fleet())
+            return len(self._fleet.roster.devices())
 
     # ------------------------------------------------------------------ internals
 
@@ -251,27 +228,13 @@ class Ledger:
         if old is not None and old.use.keys - use.keys:
             self._epoch += 1
 
-    def _fleet(self) -> tuple[Device, ...]:
-        if self._devices is None:
-            devices = [d for ds in self._slices.devices.values() for d in ds]
-            devices.sort(key=lambda d: (d.node, d.key))
-            self._devices = tuple(devices)
-        return self._devices
-
-    def _index(self) -> DeviceIndex:
-        """Lookups over the fleet, rebuilt only when a slice changes; shared by every view."""
-        if self._device_index is None:
-            self._device_index = index_devices(self._fleet())
-        return self._device_index
-
     def _reclassify(self) -> None:
         """A DeviceClass changed: every device's class membership is computed again (rare)."""
         for name, devices in list(self._slices.devices.items()):
             self._slices.devices[name] = tuple(
                 classify(d, self._classes, self._class_errors) for d in devices
             )
-        self._devices = None
-        self._device_index = None
+        self._fleet = Fleet(tuple(d for ds in self._slices.devices.values() for d in ds))
         self._epoch += 1
 
     def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
@@ -282,8 +245,8 @@ class Ledger:
         if self._all_counters is None:
             self._all_counters = {k: v for c in self._slices.counters.values() for k, v in c.items()}
         counters = dict(self._all_counters)
-        fleet = self._fleet()
-        by_key = self._index().by_key
+        roster = self._fleet.roster
+        by_key = roster.index().by_key
 
         def take(use: Use) -> None:
             for k in use.whole:
@@ -305,45 +268,14 @@ class Ledger:
             if other != order:
                 take(reservation.use)
         return Inventory(
-            devices=fleet,
+            devices=roster.devices(),
             device_classes=frozenset(self._classes),
             device_class_errors=dict(self._class_errors),
             allocated=frozenset(allocated),
             consumed=consumed,
             held=frozenset(held),
             counters=counters,
-            index=self._index(),
+            index=roster.index(),
+            groups=self._fleet.groups,
+            groups_version=self._fleet.groups.version,
         )
-
-
-def _claim_use(claim: Obj, known: Mapping[DeviceKey, Device]) -> Use:
-    """What an allocated claim takes. A result that consumed ``memory`` is a share of a
-    multiple-allocation device (only such devices record consumed capacity), unless the device is
-    known to be exclusive: the claim may arrive before the slice that publishes its device."""
-    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
-        "results"
-    ) or []
-    whole: set[DeviceKey] = set()
-    parts: list[tuple[DeviceKey, int]] = []
-    for r in results:
-        key = (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
-        consumed = r.get("consumedCapacity") or {}
-        device = known.get(key)
-        if "memory" in consumed and (device is None or device.multiple_allocations):
-            parts.append((key, math.ceil(parse_quantity(consumed["memory"]))))
-        else:
-            whole.add(key)
-    return Use(frozenset(whole), tuple(parts))
-
-
-def use_of(allocation: Iterable[DeviceKey], shared_bytes: int | None) -> Use:
-    """What a planner outcome takes: whole devices, or ``shared_bytes`` on each (TimeSlicing/MPS)."""
-    keys = tuple(allocation)
-    if shared_bytes is not None:
-        return Use(shared=tuple((k, shared_bytes) for k in keys))
-    return Use(whole=frozenset(keys))
-
-
-def with_devices(inventory: Inventory, devices: Iterable[Device]) -> Inventory:
-    """The same allocations over another set of devices (for tests and the benchmark)."""
-    return replace(inventory, devices=tuple(devices), index=None)

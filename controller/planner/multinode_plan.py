@@ -15,10 +15,11 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
 from controller.planner.estimate import MemoryEstimate, disk_bytes
+from controller.planner.groups import ClassGroups
 from controller.planner.inventory import Device, DeviceKey
+from controller.planner.launch import LaunchPlan, PlanOutcome, PlanRequest
 from controller.planner.multinode import Spread, max_model_len, per_device_need, spreads, stage_fraction
 from controller.planner.placement import candidates, mode_accepts, tensor_parallel_sizes, utilization
-from controller.planner.plan import LaunchPlan, PlanOutcome, PlanRequest
 from controller.planner.recipes import RecipeChoice, quantization_method, runs_on
 from controller.planner.vllm import VllmLaunch, vllm_args
 from shared import reasons
@@ -29,7 +30,7 @@ MAX_NODES_LOOKED_AT = 64  # how far the diagnosis counts the nodes a model would
 
 def plan_multinode(
     request: PlanRequest,
-    eligible: Mapping[str, list[Device]],
+    groups: Mapping[str, ClassGroups],
     estimate: MemoryEstimate,
     choices: Sequence[RecipeChoice],
     max_devices: int,
@@ -37,6 +38,7 @@ def plan_multinode(
     """The multi-node plan, or why there is none; None when one node could hold the replica (or no
     allowed device runs the model), so the single-node diagnosis stands."""
     facts, inv = request.facts, request.inventory
+    eligible = {c: [d for d, _ in sorted(g.members.values(), key=lambda m: m[1])] for c, g in groups.items()}
     max_nodes = request.class_spec.placement.max_nodes_per_replica or 1
     tp_sizes = tensor_parallel_sizes(max_devices, facts.num_attention_heads)
     capable = {

@@ -24,19 +24,21 @@ class SelectorCache:
 
     def __init__(self) -> None:
         self._results: dict[tuple[str, object], bool] = {}
-        self._words: dict[str, frozenset[str] | None] = {}
+        self._words: dict[str, tuple[str, ...] | None] = {}
 
     def matches(self, selector: Selector, view: DeviceView) -> bool:
-        words = self._words.get(selector.expression, frozenset())
-        if words == frozenset() and selector.expression not in self._words:
-            words = None if _ITERATING.search(selector.expression) else _mentioned(selector.expression)
-            self._words[selector.expression] = words
-        if words is None:
+        expression = selector.expression
+        if expression in self._words:
+            names = self._words[expression]
+        else:
+            names = None if _ITERATING.search(expression) else tuple(sorted(_mentioned(expression)))
+            self._words[expression] = names
+        if names is None:
             return selector.matches(view)
-        key = (selector.expression, _projection(view, words))
+        key = (expression, _projection(view, names))
         hit = self._results.get(key)
         if hit is None:
-            hit = selector.matches(_project(view, words))
+            hit = selector.matches(_project(view, frozenset(names)))
             self._results[key] = hit
         return hit
 
@@ -50,16 +52,15 @@ def _mentioned(expression: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _projection(view: DeviceView, words: frozenset[str]) -> object:
+_ABSENT = object()  # a name the device does not have, in a projection
+
+
+def _projection(view: DeviceView, names: tuple[str, ...]) -> object:
+    """What the expression can see of the device: one value (or absence) per mentioned name."""
     return (
         view.driver,
-        tuple(
-            (d, tuple((k, vals[k]) for k in sorted(words & vals.keys())))
-            for d, vals in view.attributes.items()
-        ),
-        tuple(
-            (d, tuple((k, vals[k]) for k in sorted(words & vals.keys()))) for d, vals in view.capacity.items()
-        ),
+        tuple((d, tuple([vals.get(k, _ABSENT) for k in names])) for d, vals in view.attributes.items()),
+        tuple((d, tuple([vals.get(k, _ABSENT) for k in names])) for d, vals in view.capacity.items()),
     )
 
 
