@@ -45,8 +45,8 @@ def plan_multinode(
         c: [d for d in ds if any(runs_on(x, d.compute_capability) for x in choices)]
         for c, ds in eligible.items()
     }
-    if not any(capable.values()):
-        return None
+    if not any(mode_accepts("Exclusive", d) for ds in capable.values() for d in ds):
+        return None  # no whole device runs the model: the single-node diagnosis says why
     for c, ds in capable.items():
         one_node = candidates(
             device_class=c,

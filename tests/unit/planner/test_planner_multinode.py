@@ -188,3 +188,30 @@ def test_a_multinode_plan_in_force_stays_on_the_devices_it_holds() -> None:
     )
     assert again.ok and again.plan is not None
     assert set(again.allocation) == set(first.allocation)
+
+
+def test_only_mig_devices_leave_the_single_node_diagnosis() -> None:
+    migs = [
+        make_slice(
+            f"a100-{i}",
+            [
+                {
+                    **gpu("gpu-0-mig", "NVIDIA A100-SXM4-40GB", "20Gi", "8.0.0"),
+                    "attributes": {
+                        "type": {"string": "mig"},
+                        "uuid": {"string": f"MIG-{i}"},
+                        "productName": {"string": "NVIDIA A100-SXM4-40GB"},
+                        "cudaComputeCapability": {"version": "8.0.0"},
+                        "profile": {"string": "3g.20gb"},
+                    },
+                }
+            ],
+        )
+        for i in range(2)
+    ]
+    spec = make_class(
+        deviceClassNames=["mig.nvidia.com"], sharingModes=["Exclusive", "MIG"], maxNodesPerReplica=4
+    )
+    out = plan(inventory_of(migs), facts(LLAMA_405B), class_spec=spec)
+    assert out.reason == reasons.NO_ACCELERATOR_WITH_ENOUGH_MEMORY
+    assert "nodes x" not in out.message
