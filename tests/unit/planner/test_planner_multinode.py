@@ -67,9 +67,10 @@ ROWS = [
         2,
         H100,
         (2, 8),
-        "vLLM blog, Announcing Llama 3.1 Support in vLLM (2024-07-23): BF16 405B across two 8xH100 "
-        "nodes with --tensor-parallel-size 8 --pipeline-parallel-size 2; LWS's vLLM example, 405B on "
-        "a group of 2 x 8 GPUs",
+        "vLLM examples/online_serving/multi-node-serving.sh, its usage line: vllm serve "
+        "meta-llama/Meta-Llama-3.1-405B-Instruct --tensor-parallel-size 8 --pipeline_parallel_size 2; "
+        "vLLM blog, Announcing Llama 3.1 Support in vLLM (2024-07-23): BF16 405B on multiple nodes, "
+        "pipeline parallel",
     ),
     Published(
         "Llama 3.1 405B BF16 on one 8 x H200 node: TP 8, no second node",
@@ -77,7 +78,7 @@ ROWS = [
         1,
         H200,
         (1, 8),
-        "vLLM blog (2024-07-23): BF16 405B on a single node of 8 x H200 or MI300X",
+        "vLLM blog (2024-07-23): the model runs on a single 8xMI300x or 8xH200 machine",
     ),
     Published(
         "DeepSeek-V3 (FP8, 671B) on two 8 x H100 nodes: TP 8 x PP 2",
@@ -85,8 +86,9 @@ ROWS = [
         2,
         H100,
         (2, 8),
-        "DeepSeek-V3 README, 6.6 vLLM: pipeline parallelism across machines; vLLM distributed "
-        "serving docs: 8 GPUs per node as tensor parallel, the nodes as pipeline parallel",
+        "about 685 GB of FP8 weights exceed one 8xH100 node's 640 GB "
+        "(dzhsurf/deepseek-v3-r1-deploy-and-benchmarks); DeepSeek-V3 README, vLLM: pipeline "
+        "parallelism across machines; vLLM distributed serving docs: TP within a node, PP across",
     ),
     Published(
         "DeepSeek-V3 (FP8) on one 8 x H200 node",
@@ -94,7 +96,7 @@ ROWS = [
         1,
         H200,
         (1, 8),
-        "SGLang DeepSeek V3 docs: one 8 x H200 node serves the FP8 checkpoint",
+        "vLLM recipes, DeepSeek-V3/R1: 8xH200 with native FP8, TP 8",
     ),
 ]
 
