@@ -126,7 +126,7 @@ def decide(s: Snapshot, p: Planning) -> Intents:
     endpoint = render.endpoint_for(s.order, cspec, s.settings)
     token_needed = render.requires_token(cspec)
     if pv.render:
-        _desired(s, d, pv.plan, cspec, m.facts.revision)
+        _desired(s, d, pv.plan, cspec, render.fetch_spec(m.facts, m.facts.revision))
     if token_needed and not s.has_token:
         d.mint_token = True
     d.fields["endpoint"] = Endpoint(url=endpoint.url, type=endpoint.type)
@@ -215,10 +215,10 @@ def _probe(s: Snapshot, d: _Draft, url: str, token: str | None) -> Verdict:
 
 
 def _desired(
-    s: Snapshot, d: _Draft, plan: LaunchPlan, cspec: InferenceServiceClassSpec, revision: str | None
+    s: Snapshot, d: _Draft, plan: LaunchPlan, cspec: InferenceServiceClassSpec, fetch: render.FetchSpec
 ) -> None:
     """What to apply (only what changed or drifted) and what to prune (owned, unwanted by the plan)."""
-    desired = render.workload(s.order, plan, cspec, s.settings, revision=revision)
+    desired = render.workload(s.order, plan, cspec, s.settings, revision=fetch.revision, fetch=fetch)
     for obj in desired:
         meta = obj["metadata"]
         meta.setdefault("annotations", {})[APPLIED_HASH] = names.short_hash(drift.stable_json(obj), 16)

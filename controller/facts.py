@@ -6,6 +6,8 @@ and the planner. Pure data.
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict
 
 from shared.api.enums import EndpointType, ModelFormat, ModelSource
@@ -36,6 +38,8 @@ class ModelFacts(BaseModel):
     kv_latent: bool = False  # MLA (DeepSeek-V2/V3): one latent per token and layer, not a K and a V
     hidden_size: int | None = None
     weights_bytes: int | None = None  # sum of the weight files' sizes, when the source says
+    files: dict[str, int | None] = {}  # the files the runtime loads (model_facts.files), name -> size
+    source_uri: str | None = None  # where the fetcher downloads from: hf://org/repo (catalog models)
     gated: bool = False
     requires_remote_code: bool = False  # `auto_map` to repo code for a model type nothing built in knows
 
@@ -47,3 +51,15 @@ class ModelFacts(BaseModel):
         if self.quantization_bits and self.quantization not in ("fp8",):
             return f"{self.quantization}-{self.quantization_bits}bit"
         return self.quantization
+
+
+HF_SCHEME = "hf://"
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def hub_repo(uri: str | None) -> str | None:
+    """``org/repo`` of an ``hf://org/repo`` location; None for anything else (``s3://``...)."""
+    if not uri or not uri.startswith(HF_SCHEME):
+        return None
+    repo = uri.removeprefix(HF_SCHEME).strip("/")
+    return repo if _REPO_ID.match(repo) else None

@@ -5,8 +5,9 @@ What an order was resolved to is a record (``status.model.revision``, the commit
 of that commit live here, shared by every order of the model and across restarts. So a steady
 order never asks the Hub again: not after a restart, not with the Hub down, not on resync.
 
-One ConfigMap, one key per commit (``<digest>.json``; about 1 KiB each, so about a thousand models
-fit in the 1 MiB object limit): the shipped Role names it, so the controller reads no other
+One ConfigMap, one key per commit (``<digest>.json``; about 1 KiB each, up to 10 KiB for a model of
+200 shards because the facts list the files the fetcher downloads, so several hundred models fit in
+the 1 MiB object limit): the shipped Role names it, so the controller reads no other
 ConfigMap. A key is added with a JSON merge patch, which keeps every other key. The stored facts
 carry ``FORMAT``; facts of another format are resolved again (one Hub call per model).
 """
@@ -28,7 +29,7 @@ from shared import names
 
 log = logging.getLogger(__name__)
 NAME = "inference-model-facts"
-FORMAT = 2  # 2: requires_remote_code
+FORMAT = 3  # 2: requires_remote_code; 3: files (the selection the fetcher downloads), source_uri
 
 
 def key_of(repo: str, commit: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from controller.facts import ModelFacts
+from controller.facts import ModelFacts, hub_repo
 from shared import reasons as r
 from shared.api.enums import EndpointType
 from shared.api.inference_class import InferenceServiceClass, InferenceServiceClassSpec
@@ -197,8 +197,21 @@ def catalog_facts(name: str, kind: str, model: dict[str, object] | None) -> tupl
     res = status.resolved
     if res.parameter_count is None:
         return false(r.MODEL_NOT_READY, f"{kind} `{name}` does not report its parameter count yet."), None
+    uri = status.source.uri if status.source else None
+    if hub_repo(uri) is None:
+        where = f"at `{uri}`" if uri else "without a `status.source.uri`"
+        return (
+            false(
+                r.MODEL_NOT_READY,
+                f"{kind} `{name}` has its weights {where}; the model fetcher downloads from a Hugging Face "
+                "Hub (or its mirror) only: `hf://<org>/<repo>`.",
+            ),
+            None,
+        )
     quant = (res.quantization or "none").lower()
     method, _, bits = quant.partition("-")
+    heads = res.num_attention_heads
+    hidden = res.hidden_size
     facts = ModelFacts(
         source="Catalog",
         name=name,
@@ -210,5 +223,13 @@ def catalog_facts(name: str, kind: str, model: dict[str, object] | None) -> tupl
         quantization_bits=int(bits.removesuffix("bit")) if bits.removesuffix("bit").isdigit() else None,
         parameter_count=res.parameter_count,
         context_length=res.context_window_tokens,
+        torch_dtype=res.torch_dtype,
+        num_hidden_layers=res.num_hidden_layers,
+        num_attention_heads=heads,
+        num_key_value_heads=res.num_key_value_heads or heads,
+        head_dim=res.head_dim or (hidden // heads if hidden and heads else None),
+        hidden_size=hidden,
+        weights_bytes=res.weights_bytes,
+        source_uri=uri,
     )
     return true(r.RESOLVED, f"{kind} `{name}` resolved."), facts

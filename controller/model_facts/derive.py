@@ -30,13 +30,13 @@ How each fact is derived:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from controller.facts import ModelFacts
 from controller.model_facts.config import config_int, context_length, torch_dtype
 from controller.model_facts.errors import ModelFactsError
+from controller.model_facts.files import runtime_files, safetensors_weights
 from controller.model_facts.gguf import GGUF_ARCHITECTURES, config_from_gguf, gguf_quantization, pick_gguf
 from controller.model_facts.parameters import TensorMeta, dtype_counts, parameter_count
 from controller.model_facts.quantization import quantization
@@ -71,12 +71,14 @@ def model_facts(
     text_cfg: Mapping[str, Any] = cfg.get("text_config") or cfg
     gguf: Mapping[str, Any] = info.get("gguf") or {}
     arch = model_architecture(cfg, gguf)
+    gguf_file: str | None = None
     if fmt == "GGUF":
         gguf_file, weights_bytes = pick_gguf(files)
         quant = gguf_quantization(gguf_file)
     else:
         weights_bytes = safetensors_bytes(files)
         quant = quantization(cfg.get("quantization_config"))
+    remote_code = needs_remote_code(cfg)
     counts = dtype_counts(tensors, info)
     heads = config_int(text_cfg.get("num_attention_heads"))
     hidden = config_int(text_cfg.get("hidden_size"))
@@ -107,8 +109,9 @@ def model_facts(
         **attention_cache(text_cfg, heads, hidden),
         hidden_size=hidden,
         weights_bytes=weights_bytes,
+        files=runtime_files(files, fmt=fmt, gguf_file=gguf_file, remote_code=remote_code),
         gated=bool(info.get("gated")),
-        requires_remote_code=needs_remote_code(cfg),
+        requires_remote_code=remote_code,
     )
 
 
@@ -170,13 +173,10 @@ def endpoint_types(
 
 
 def safetensors_bytes(files: Mapping[str, int | None]) -> int | None:
-    """Size of the safetensors files a runtime loads: ``model.safetensors``, or the shards."""
-    if "model.safetensors" in files:
-        names = ["model.safetensors"]
-    else:
-        names = [n for n in files if re.search(r"-\d{5}-of-\d{5}\.safetensors$", n)]
-        names = names or [n for n in files if n.endswith(".safetensors")]
-    sizes = [files[n] for n in names]
+    """Size of the safetensors files a runtime loads: ``model.safetensors``, or the shards
+    (``files.safetensors_weights``; the index and duplicates such as ``consolidated.safetensors``
+    left out)."""
+    sizes = [files[n] for n in safetensors_weights(files) if n.endswith(".safetensors")]
     if not sizes or any(s is None for s in sizes):
         return None
     return sum(s for s in sizes if s is not None)

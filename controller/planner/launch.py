@@ -3,22 +3,23 @@
 
 Resource estimates written to ``status.resolved`` (documented in docs/memory-estimate.md):
 cpu = 2 + 2 per device; memory = 4 GiB + 2 GiB per device + a quarter of the weights, rounded up
-to GiB; modelVolume = weight files x 1.1 + 1 GiB, rounded up to GiB.
+to GiB; modelVolume = the files the fetcher downloads x 1.1 + 1 GiB, rounded up to GiB
+(``controller.planner.volume``).
 """
 
 from __future__ import annotations
 
-import math
 import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.facts import ModelFacts
-from controller.planner.estimate import MemoryEstimate, disk_bytes
+from controller.planner.estimate import MemoryEstimate
 from controller.planner.fleet import FleetGroups
 from controller.planner.inventory import Device, DeviceKey, Inventory
 from controller.planner.placement import SHARED_MODES, Candidate
 from controller.planner.vllm import VllmLaunch, vllm_args
+from controller.planner.volume import volume_quantity
 from shared import reasons
 from shared.api.enums import EndpointType, PlacementMode, SharingMode
 from shared.api.inference_class import InferenceServiceClassSpec
@@ -146,7 +147,6 @@ def planned(request: PlanRequest, cand: Candidate, estimate: MemoryEstimate, met
     share_percent = cand.share_percent
     if cand.sharing_mode == "MIG":
         share_percent = _mig_share(request.inventory, device)
-    weights_on_disk = disk_bytes(facts)
     plan = LaunchPlan(
         device_class=cand.device_class,
         product_name=device.product_name,
@@ -163,7 +163,7 @@ def planned(request: PlanRequest, cand: Candidate, estimate: MemoryEstimate, met
         args=args,
         cpu=str(2 + 2 * cand.count),
         memory=to_quantity_gi(4 * GIB + 2 * GIB * cand.count + estimate.weights // 4),
-        model_volume=to_quantity_gi(math.ceil(weights_on_disk * 1.1) + GIB),
+        model_volume=volume_quantity(facts),
         max_model_len=max_len,
         gpu_memory_utilization=util_arg,
         endpoint_type=request.endpoint_type,

@@ -9,6 +9,7 @@ one field manager; nothing here reads the cluster.
 | ``common`` | metadata, labels, the ownerReference, the plan view |
 | ``claim`` | the ResourceClaimTemplate, with the NVIDIA driver's sharing config |
 | ``pod`` | the runtime pod: containers, volumes, security, scheduling |
+| ``fetch`` | what the model fetcher downloads, and from where |
 | ``timing`` | probes and the progress deadline, sized from the weights |
 | ``workload`` | the Deployment and the model volume |
 | ``group`` | the LeaderWorkerSet of a multi-node plan, its two claim templates |
@@ -28,6 +29,7 @@ from controller.render.claim import (
     sharing_config,
 )
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, owner_reference
+from controller.render.fetch import FetchSpec, fetch_spec
 from controller.render.group import (
     claim_templates,
     group_name,
@@ -44,6 +46,7 @@ from shared.api.order import InferenceService
 __all__ = [
     "PLAN_ANNOTATION",
     "Endpoint",
+    "FetchSpec",
     "Obj",
     "PlanView",
     "auth_secret",
@@ -54,6 +57,7 @@ __all__ = [
     "claim_templates",
     "deployment",
     "endpoint_for",
+    "fetch_spec",
     "group_name",
     "group_name_of",
     "ingress",
@@ -79,8 +83,12 @@ def workload(
     settings: Settings,
     *,
     revision: str | None,
+    fetch: FetchSpec | None = None,
 ) -> list[Obj]:
     """Every object to apply for the plan, in apply order (the auth Secret is minted separately).
+
+    ``fetch`` is what the model fetcher downloads (``fetch_spec``); None: the whole repository
+    ``spec.model.ref.name``, for callers that have no facts.
 
     A multi-node plan is a LeaderWorkerSet with its two claim templates and no autoscaler; the
     Deployment, its model volume and HPA of a single-node plan are then unwanted (and pruned), and
@@ -91,17 +99,17 @@ def workload(
             *claim_templates(order, plan),
             certificate(order, endpoint, settings),
             service(order, leader_only=True),
-            leader_worker_set(order, plan, spec, settings, revision=revision),
+            leader_worker_set(order, plan, spec, settings, revision=revision, fetch=fetch),
         ]
         if endpoint.type == "External":
             objs.append(ingress(order, endpoint, settings))
         return objs
     objs = [
         resource_claim_template(order, plan),
-        model_volume(order, plan, settings, revision=revision),
+        model_volume(order, plan, settings, revision=revision, fetch=fetch),
         certificate(order, endpoint, settings),
         service(order),
-        deployment(order, plan, spec, settings, revision=revision),
+        deployment(order, plan, spec, settings, revision=revision, fetch=fetch),
         autoscaler(order, spec),
     ]
     if endpoint.type == "External":

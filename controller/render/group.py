@@ -26,6 +26,7 @@ from __future__ import annotations
 from controller.exposure import replica_bounds, requires_token
 from controller.render.claim import claim_devices, claim_template_name
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta
+from controller.render.fetch import FetchSpec
 from controller.render.pod import pod_spec
 from controller.settings import Settings
 from shared import names
@@ -91,8 +92,10 @@ def _pod(
     *,
     revision: str | None,
     leader: bool,
+    fetch: FetchSpec | None,
 ) -> Obj:
-    pod = pod_spec(order, plan, spec, settings, volume_name="", revision=revision, token=requires_token(spec))
+    token = requires_token(spec)
+    pod = pod_spec(order, plan, spec, settings, volume_name="", revision=revision, token=token, fetch=fetch)
     pod["volumes"] = [_model_volume(plan, settings) if v["name"] == "model" else v for v in pod["volumes"]]
     (runtime,) = pod["containers"]
     if leader:
@@ -126,12 +129,13 @@ def leader_worker_set(
     settings: Settings,
     *,
     revision: str | None,
+    fetch: FetchSpec | None = None,
 ) -> Obj:
     plan_json = plan.model_dump_json()
     plan_hash = names.short_hash(plan_json, 16)
     lo, _, _ = replica_bounds(spec)
-    leader = _pod(order, plan, spec, settings, revision=revision, leader=True)
-    worker = _pod(order, plan, spec, settings, revision=revision, leader=False)
+    leader = _pod(order, plan, spec, settings, revision=revision, leader=True, fetch=fetch)
+    worker = _pod(order, plan, spec, settings, revision=revision, leader=False, fetch=fetch)
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

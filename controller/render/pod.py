@@ -20,6 +20,7 @@ from __future__ import annotations
 from controller.render import timing
 from controller.render.claim import claim_template_name
 from controller.render.common import Obj, PlanView
+from controller.render.fetch import FetchSpec
 from controller.settings import Settings
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
@@ -76,8 +77,16 @@ def node_selector(spec: InferenceServiceClassSpec, settings: Settings) -> dict[s
     return {**settings.gpu_node_selector, **(spec.placement.node_selector or {})}
 
 
-def fetcher(order: InferenceService, plan: PlanView, settings: Settings, revision: str | None) -> Obj:
+def fetcher(
+    order: InferenceService,
+    plan: PlanView,
+    settings: Settings,
+    revision: str | None,
+    fetch: FetchSpec | None = None,
+) -> Obj:
+    """The init container that downloads the model's runtime files (``controller.render.fetch``)."""
     model = order.spec.model
+    spec = fetch or FetchSpec(repo=model.ref.name, revision=revision, include=())
     env: list[Obj] = [
         {"name": "HF_ENDPOINT", "value": settings.hf_endpoint},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
@@ -91,9 +100,11 @@ def fetcher(order: InferenceService, plan: PlanView, settings: Settings, revisio
                 "valueFrom": {"secretKeyRef": {"name": model.auth_secret_ref.name, "key": key}},
             }
         )
-    args = ["download", model.ref.name, "--local-dir", f"{names.MODEL_MOUNT_PATH}/model"]
-    if revision:
-        args += ["--revision", revision]
+    args = ["download", spec.repo, "--local-dir", f"{names.MODEL_MOUNT_PATH}/model"]
+    if spec.revision:
+        args += ["--revision", spec.revision]
+    for pattern in spec.include:
+        args += ["--include", pattern]
     return {
         "name": "model-fetcher",
         "image": settings.model_fetcher_image or plan.image,
@@ -157,10 +168,11 @@ def pod_spec(
     volume_name: str,
     revision: str | None,
     token: bool,
+    fetch: FetchSpec | None = None,
 ) -> Obj:
     out: Obj = {
         "securityContext": pod_security(),
-        "initContainers": [fetcher(order, plan, settings, revision)],
+        "initContainers": [fetcher(order, plan, settings, revision, fetch)],
         "containers": [runtime(order, plan, settings, token=token)],
         "resourceClaims": [
             {"name": names.CLAIM_NAME, "resourceClaimTemplateName": claim_template_name(order, plan)}

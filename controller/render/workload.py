@@ -12,6 +12,7 @@ from __future__ import annotations
 from controller.exposure import requires_token
 from controller.render import timing
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta
+from controller.render.fetch import FetchSpec
 from controller.render.pod import pod_spec
 from controller.settings import Settings
 from shared import names
@@ -20,16 +21,24 @@ from shared.api.order import InferenceService
 from shared.quantity import parse_bytes
 
 
-def model_volume_name(order: InferenceService, plan: PlanView, revision: str | None) -> str:
-    """``<order>-model-<hash>``: a new model or size gets a new volume. Volumes cannot shrink and most
-    cannot grow, and a new model needs its weights fetched afresh anyway; the old volume is deleted
-    once the Deployment no longer mounts it."""
-    key = f"{order.spec.model.src}:{order.spec.model.ref.name}@{revision or ''}:{plan.model_volume}"
+def model_volume_name(
+    order: InferenceService, plan: PlanView, revision: str | None, fetch: FetchSpec | None = None
+) -> str:
+    """``<order>-model-<hash>``: a new model, source or size gets a new volume. Volumes cannot shrink
+    and most cannot grow, and a new model needs its weights fetched afresh anyway; the old volume is
+    deleted once the Deployment no longer mounts it."""
+    source = fetch.repo if fetch is not None else order.spec.model.ref.name
+    key = f"{order.spec.model.src}:{source}@{revision or ''}:{plan.model_volume}"
     return f"{names.model_volume(order.metadata.name)}-{names.short_hash(key)}"
 
 
 def model_volume(
-    order: InferenceService, plan: PlanView, settings: Settings, *, revision: str | None = None
+    order: InferenceService,
+    plan: PlanView,
+    settings: Settings,
+    *,
+    revision: str | None = None,
+    fetch: FetchSpec | None = None,
 ) -> Obj:
     spec: Obj = {
         "accessModes": [settings.model_volume_access_mode],
@@ -40,7 +49,7 @@ def model_volume(
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": meta(order, model_volume_name(order, plan, revision)),
+        "metadata": meta(order, model_volume_name(order, plan, revision, fetch)),
         "spec": spec,
     }
 
@@ -58,6 +67,7 @@ def deployment(
     settings: Settings,
     *,
     revision: str | None,
+    fetch: FetchSpec | None = None,
 ) -> Obj:
     """The workload. ``replicas`` is left to the HPA (an applied value would fight it)."""
     name = order.metadata.name
@@ -67,9 +77,10 @@ def deployment(
         plan,
         spec,
         settings,
-        volume_name=model_volume_name(order, plan, revision),
+        volume_name=model_volume_name(order, plan, revision, fetch),
         revision=revision,
         token=requires_token(spec),
+        fetch=fetch,
     )
     return {
         "apiVersion": "apps/v1",

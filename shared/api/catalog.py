@@ -26,6 +26,19 @@ class CatalogResolved(ApiModel):
     quantization: str | None = Field(default=None, description="Quantization method, or none.")
     architecture: str | None = Field(default=None, description="Hugging Face architecture name.")
     context_window_tokens: int | None = Field(default=None, description="Context length in tokens.")
+    num_attention_heads: int | None = Field(
+        default=None, description="Attention heads (config.json); bounds the tensor-parallel size."
+    )
+    num_key_value_heads: int | None = Field(default=None, description="Key/value heads (config.json).")
+    num_hidden_layers: int | None = Field(default=None, description="Layers (config.json).")
+    hidden_size: int | None = Field(default=None, description="Hidden size (config.json).")
+    head_dim: int | None = Field(default=None, description="Head dimension (config.json).")
+    torch_dtype: str | None = Field(
+        default=None, description="Dtype of the weights (config.json): bfloat16, float16 or float32."
+    )
+    weights_bytes: int | None = Field(
+        default=None, description="Size of the weight files the runtime loads, in bytes."
+    )
 
 
 class CatalogSource(ApiModel):

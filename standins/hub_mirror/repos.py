@@ -61,6 +61,31 @@ class Repo:
         value = self.facts.get("gated", False)
         return value if isinstance(value, str) else bool(value)
 
+    def tree(self, folder: str = "", *, recursive: bool) -> list[dict[str, Any]] | None:
+        """The ``/api/models/{repo}/tree/{rev}/{folder}`` listing: folders first, then files (None: no
+        such folder). As on the Hub, ``oid`` is the git blob id and ``lfs.oid`` the content's sha256."""
+        prefix = f"{folder}/" if folder else ""
+        inside = [f for f in self.files.values() if f.path.startswith(prefix)]
+        if folder and not inside:
+            return None
+        folders: set[str] = set()
+        files: list[dict[str, Any]] = []
+        for f in inside:
+            rest = f.path[len(prefix) :]
+            parts = rest.split("/")
+            for depth in range(1, len(parts) if recursive else min(2, len(parts))):
+                folders.add(prefix + "/".join(parts[:depth]))
+            if recursive or len(parts) == 1:
+                entry: dict[str, Any] = {"type": "file", "oid": _blob_id(f), "size": f.size, "path": f.path}
+                if f.lfs:
+                    entry["lfs"] = {"oid": f.etag, "size": f.size, "pointerSize": 135}
+                files.append(entry)
+        dirs = [
+            {"type": "directory", "oid": hashlib.sha1(d.encode()).hexdigest(), "path": d}
+            for d in sorted(folders)
+        ]
+        return dirs + files
+
     def info(self, *, blobs: bool) -> dict[str, Any]:
         """The ``/api/models/{repo}`` document."""
         siblings = []
@@ -68,7 +93,7 @@ class Repo:
             entry: dict[str, Any] = {"rfilename": f.path}
             if blobs:
                 entry["size"] = f.size
-                entry["blobId"] = hashlib.sha1(f.etag.encode()).hexdigest()
+                entry["blobId"] = _blob_id(f)
                 if f.lfs:
                     entry["lfs"] = {"sha256": f.etag, "size": f.size, "pointerSize": 135}
             siblings.append(entry)
@@ -103,6 +128,10 @@ class Repo:
         if self.facts.get("gguf"):
             doc["gguf"] = self.facts["gguf"]
         return doc
+
+
+def _blob_id(f: RepoFile) -> str:
+    return hashlib.sha1(f.etag.encode()).hexdigest()
 
 
 def commit_id(repo_id: str) -> str:

@@ -3,6 +3,9 @@
 Routes (see /work/shared/spec/hub-protocol.md):
 
 - ``GET /api/models/{owner}/{name}[/revision/{rev}]`` model info, ``?blobs=True`` adds file sizes;
+- ``GET /api/models/{owner}/{name}/tree/{rev}[/{path}][?recursive=true]`` the file listing that
+  ``snapshot_download`` (and so ``hf download``) starts with: one page, files with ``oid``, ``size``
+  and ``lfs``, and folders;
 - ``HEAD``/``GET /{owner}/{name}/resolve/{rev}/{path}`` files, with ``Range`` (206);
 - errors typed by ``X-Error-Code``: RepoNotFound (404), RevisionNotFound (404), EntryNotFound (404),
   GatedRepo (401 without a token, 403 with a token that has no access).
@@ -37,6 +40,7 @@ DEFAULT_TOKEN = "hf_mirror_test_token"
 """The token the mirror accepts for gated repositories unless told otherwise (tests only)."""
 
 _INFO = re.compile(r"^/api/models/([^/]+/[^/]+?)(?:/revision/(.+))?/?$")
+_TREE = re.compile(r"^/api/models/([^/]+/[^/]+)/tree/([^/]+)(?:/(.*))?$")
 _RESOLVE = re.compile(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$")
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -47,7 +51,7 @@ class Request:
 
     method: str
     path: str
-    kind: str  # model_info | file_head | file_get | file_range | other
+    kind: str  # model_info | tree | file_head | file_get | file_range | other
     status: int
     authorized: bool  # whether it carried a Bearer token the mirror accepts
     at: float = field(default_factory=time.monotonic)  # when it was answered (monotonic seconds)
@@ -133,9 +137,12 @@ class MirrorHandler(BaseHTTPRequestHandler):
         state = self.server.state
         kind = "other"
         info = _INFO.match(path)
+        tree = _TREE.match(path)
         resolve = _RESOLVE.match(path)
         if info and method == "GET":
             kind = "model_info"
+        elif tree and method == "GET":
+            kind = "tree"
         elif resolve and method in ("GET", "HEAD"):
             ranged = bool(self.headers.get("Range"))
             kind = "file_head" if method == "HEAD" else ("file_range" if ranged else "file_get")
@@ -145,6 +152,9 @@ class MirrorHandler(BaseHTTPRequestHandler):
             self._error(fault[0], "", f"Injected fault: HTTP {fault[0]}.", method, retry_after=fault[1])
         elif kind == "model_info" and info:
             self._model_info(info.group(1), info.group(2), parse_qs(url.query))
+        elif kind == "tree" and tree:
+            recursive = (parse_qs(url.query).get("recursive") or ["false"])[0].lower() in ("true", "1")
+            self._tree(tree.group(1), unquote(tree.group(2)), unquote(tree.group(3) or ""), recursive)
         elif kind.startswith("file_") and resolve:
             repo_id, rev, file = resolve.group(1), unquote(resolve.group(2)), unquote(resolve.group(3))
             self._file(method, repo_id, rev, file)
@@ -169,6 +179,17 @@ class MirrorHandler(BaseHTTPRequestHandler):
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {unquote(rev)}", "GET")
         blobs = (query.get("blobs") or ["false"])[0].lower() in ("true", "1")
         return self._json(200, repo.info(blobs=blobs))
+
+    def _tree(self, repo_id: str, rev: str, folder: str, recursive: bool) -> int:
+        repo = self.server.state.repos.get(repo_id)
+        if repo is None:
+            return self._error(404, "RepoNotFound", "Repository not found", "GET")
+        if rev not in ("main", repo.sha):
+            return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}", "GET")
+        entries = repo.tree(folder.strip("/"), recursive=recursive)
+        if entries is None:
+            return self._error(404, "EntryNotFound", f"Entry not found: {folder}", "GET")
+        return self._json(200, entries)
 
     def _file(self, method: str, repo_id: str, rev: str, path: str) -> int:
         repo = self.server.state.repos.get(repo_id)

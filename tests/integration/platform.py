@@ -335,6 +335,15 @@ def ns(platform: Platform, request: pytest.FixtureRequest) -> Iterator[str]:
     platform.delete_namespace_and_wait(name)
 
 
+def controller_writes(p: Platform) -> float:
+    """Writes the controller counted (inference_controller_api_writes_total), all kinds and verbs."""
+    total = 0.0
+    for line in p.controller.metrics().splitlines():
+        if line.startswith("inference_controller_api_writes_total"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 def hf(name: str, **extra: Any) -> Obj:
     return {"src": "HuggingFace", "ref": {"name": name, **extra.pop("ref", {})}, **extra}
 

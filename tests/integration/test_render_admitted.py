@@ -158,3 +158,21 @@ def test_kubectl_explain_describes_the_new_class_and_recipe_fields(kubectl: Kube
     assert "Node labels the runtime pods require" in selector
     trust = kubectl("explain", "inferencerecipes.spec.trustRemoteCode").stdout
     assert "--trust-remote-code" in trust
+
+
+def test_the_model_volume_the_api_server_stores_holds_the_selected_files(
+    api: k8s.ApiClient, kubectl: Kubectl, namespace: str, cert_manager_crds: None
+) -> None:
+    """A planned Llama-3.1-8B-Instruct of the Hub mirror: the PVC as the API server stores it requests
+    at least the files the fetcher downloads, and the Deployment with the fetcher's --include globs applies."""
+    from shared.quantity import parse_bytes
+    from tests.unit.test_fetch_plan import rendered
+    from tests.unit.test_model_files import FACTS
+
+    facts = FACTS["meta-llama/Llama-3.1-8B-Instruct"]
+    pvc, dep = rendered(facts, order_in(namespace))
+    core: Any = k8s.CoreV1Api(api)
+    stored = core.create_namespaced_persistent_volume_claim(namespace, pvc).to_dict()
+    request = parse_bytes(stored["spec"]["resources"]["requests"]["storage"])
+    assert request >= sum(size or 0 for size in facts.files.values()) * 1.1
+    assert len(dry_run(kubectl, [dep])) == 1

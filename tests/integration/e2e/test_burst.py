@@ -11,8 +11,7 @@ import pytest
 import yaml
 
 from tests.integration.conftest import wait_for
-from tests.integration.e2e.test_restart_and_conflict import controller_writes
-from tests.integration.platform import Platform, hf
+from tests.integration.platform import Platform, controller_writes, hf
 
 pytestmark = pytest.mark.cluster
 

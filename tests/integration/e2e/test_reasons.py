@@ -8,6 +8,7 @@ Most also undo the cause and watch the order recover by itself.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any
 
@@ -184,6 +185,11 @@ def test_a_catalog_model_not_ready_then_ready(platform: Platform, ns: str) -> No
             "quantization": "none",
             "architecture": "Qwen2ForCausalLM",
             "contextWindowTokens": 32768,
+            "numAttentionHeads": 14,
+            "numKeyValueHeads": 2,
+            "numHiddenLayers": 24,
+            "hiddenSize": 896,
+            "torchDtype": "bfloat16",
         },
         "source": {"uri": f"hf://{SMALL}"},
     }
@@ -198,6 +204,15 @@ def test_a_catalog_model_not_ready_then_ready(platform: Platform, ns: str) -> No
     )
     obj = platform.wait_reason(ns, "o", "ModelResolved", "Resolved")
     assert obj["status"]["model"]["parameterCount"] == 494_032_768
+    # the fetcher downloads the catalog's location, not the catalog object's name
+    platform.wait_reason(ns, "o", "Planned", "Planned")
+    deadline = time.monotonic() + 30
+    while (dep := platform.get("deployment", "o", ns)) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert dep is not None
+    (fetcher,) = dep["spec"]["template"]["spec"]["initContainers"]
+    assert fetcher["args"][:2] == ["download", SMALL]
+    assert "--include" in fetcher["args"] and name not in fetcher["args"]
 
 
 def test_catalog_disabled_in_the_module_settings(platform: Platform, ns: str) -> None:

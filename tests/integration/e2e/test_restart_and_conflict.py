@@ -20,7 +20,7 @@ import pytest
 
 from shared.api.order import InferenceService
 from tests.integration.conftest import wait_for
-from tests.integration.platform import NS, Platform, hf
+from tests.integration.platform import NS, Platform, controller_writes, hf
 
 pytestmark = pytest.mark.cluster
 
@@ -48,14 +48,6 @@ def api_writes(p: Platform) -> Counter[str]:
         if res in OURS_ANY or (res in OURS_MAIN and sub == ""):
             out[f"{labels['verb']} {res}/{sub}"] += int(float(m.group(2)))
     return out
-
-
-def controller_writes(p: Platform) -> float:
-    total = 0.0
-    for line in p.controller.metrics().splitlines():
-        if line.startswith("inference_controller_api_writes_total"):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def test_a_restarted_controller_makes_zero_writes_for_a_steady_order(platform: Platform, ns: str) -> None:
