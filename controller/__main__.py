@@ -14,11 +14,13 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from controller.health import HealthServer
 from controller.kube import apply as kapi
+from controller.kube import errors as kerr
 from controller.kube.client import load_api_client
 from controller.kube.leader import LeaderElector
 from controller.manager import Controller
@@ -65,8 +67,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def load_settings(api: Any, namespace: str, name: str) -> Settings:
-    cm = kapi.get(api, "v1", "ConfigMap", namespace=namespace, name=name)
+def load_settings(
+    api: Any, namespace: str, name: str, *, wait: float = 300.0, sleep: Callable[[float], None] = time.sleep
+) -> Settings:
+    """The module settings. An API server that cannot be reached yet (a restart, a network blip) is
+    waited for, with backoff, up to ``wait`` seconds, as controller-runtime managers do."""
+    delay, waited = 1.0, 0.0
+    while True:
+        try:
+            cm = kapi.get(api, "v1", "ConfigMap", namespace=namespace, name=name)
+            break
+        except kerr.ApiUnavailable as e:
+            if waited >= wait:
+                raise
+            log.warning("the API server cannot be reached (%s); trying again in %.0fs", e, delay)
+            sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 15.0)
     if cm is None:
         log.warning("module settings ConfigMap %s/%s not found; using defaults", namespace, name)
     return parse_settings((cm or {}).get("data"), os.environ)

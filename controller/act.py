@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller import render
+from controller.events import EventRecorder
 from controller.intents import Intents
 from controller.kube import apply as kapi
 from controller.kube import errors as kerr
@@ -43,6 +44,8 @@ class Done:
 class Actor:
     api: Any
     metrics: ControllerMetrics
+    # Events go through the recorder, off the worker, when there is one (controller/events.py).
+    recorder: EventRecorder | None = None
 
     def act(self, s: Snapshot, intents: Intents) -> Done:
         ns = s.order.metadata.namespace or ""
@@ -95,6 +98,14 @@ class Actor:
 
     def event(self, raw: Obj, type_: str, reason: str, message: str) -> None:
         """An Event on the order; best effort (a failure is logged, never raised)."""
+        if self.recorder is not None:
+            self.recorder.emit(raw, type_, reason, message)
+        else:
+            self.send_event(raw, type_, reason, message)
+
+    def send_event(
+        self, raw: Obj, type_: str, reason: str, message: str, now: datetime | None = None
+    ) -> None:
         try:
             kapi.create_event(
                 self.api,
@@ -104,6 +115,7 @@ class Actor:
                 message=message,
                 reporting_controller=names.FIELD_MANAGER,
                 action="Reconcile",
+                now=now,
             )
         except kerr.KubeError as e:
             meta = raw["metadata"]

@@ -21,7 +21,7 @@ from shared import names
 from shared import reasons as r
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import Constraints, Endpoint, ResolvedModel
-from shared.conditions import Verdict, false, true, unknown
+from shared.conditions import Verdict, false, find, true, unknown
 
 APPLIED_HASH = "ai.deckhouse.io/applied-hash"
 # Model reasons whose cause is outside the cluster's watches: looked at again after these seconds.
@@ -197,6 +197,11 @@ def _probe(s: Snapshot, d: _Draft, url: str, token: str | None) -> Verdict:
     d.again(max(0.5, wait_for - (s.now - st.at)) if not due else wait_for)
     threshold = s.settings.probe_failure_threshold
     if st.ok is None:
+        # A new process has no probe record yet: a serving order keeps its verdict until the first
+        # probe answers (a restart writes nothing), and only a never-probed order awaits it.
+        prev = find(s.order.status.conditions, r.READY)
+        if st_ready and prev is not None and prev.observed_generation == s.order.metadata.generation:
+            return Verdict(prev.status, prev.reason, prev.message or "")
         return unknown(r.AWAITING, "Waiting for the first probe of the Inference API.")
     if st.ok:
         return true(r.SERVING, f"The Inference API answers: {st.detail}")

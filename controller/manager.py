@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from controller import wiring
 from controller.act import Actor
+from controller.events import EventRecorder
 from controller.factstore import ConfigMapFactsStore
 from controller.hub import HubClient
 from controller.kinds import Cache, Fanout, watched
@@ -85,6 +86,8 @@ class Controller:
             ),
             actor=Actor(api=api, metrics=self.metrics),
         )
+        self.events = EventRecorder(self.reconciler.actor.send_event, on_drop=self.metrics.events_dropped.inc)
+        self.reconciler.actor.recorder = self.events
         self.reconciler.on_capacity = self._requeue_waiting
         self.leading = threading.Event()
         self.workers: list[threading.Thread] = []
@@ -218,3 +221,5 @@ class Controller:
             inf.stop()
         self.probes.close()
         self.prober.close()
+        self.events.flush(timeout=5)
+        self.events.close()

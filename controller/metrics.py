@@ -46,6 +46,11 @@ class ControllerMetrics:
             ["kind", "verb"],
             registry=registry,
         )
+        self.events_dropped = Counter(
+            f"{prefix}_events_dropped",
+            "Events not sent because the event queue was full (Events are best effort).",
+            registry=registry,
+        )
         self.devices = Gauge(
             f"{prefix}_devices", "Devices the ledger holds from the ResourceSlices.", registry=registry
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -122,14 +123,31 @@ def load_api_client(*, kubeconfig: str | None, env: Mapping[str, str] | None = N
     return k8s.ApiClient(configuration)
 
 
+# auth_settings() runs the token refresh hook (in-cluster projected tokens, exec plugins); for a
+# kubeconfig the hook loads the whole kubeconfig again. Per request that was 5% of the controller's
+# CPU at scale (bench.scale with py-spy --gil), so the answer is kept this long.
+AUTH_TTL = 30.0
+_AUTH_ATTR = "_inference_auth_headers"
+
+
+def _auth_headers(api_client: ApiClient, now: float | None = None) -> dict[str, str]:
+    now = time.monotonic() if now is None else now
+    cached = getattr(api_client, _AUTH_ATTR, None)
+    if cached is not None and cached[0] > now:
+        return dict(cached[1])
+    headers: dict[str, str] = {}
+    for setting in api_client.configuration.auth_settings().values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[setting["key"]] = setting["value"]
+    setattr(api_client, _AUTH_ATTR, (now + AUTH_TTL, headers))
+    return dict(headers)
+
+
 def _headers(api_client: ApiClient, content_type: str | None) -> dict[str, str]:
     headers = {"Accept": "application/json", "User-Agent": "inference-controller"}
     if content_type:
         headers["Content-Type"] = content_type
-    # auth_settings() runs the token refresh hook (in-cluster projected tokens, exec plugins).
-    for setting in api_client.configuration.auth_settings().values():
-        if setting.get("in") == "header" and setting.get("value"):
-            headers[setting["key"]] = setting["value"]
+    headers.update(_auth_headers(api_client))
     return headers
 
 

@@ -158,9 +158,20 @@ class Ledger:
             self._reserve(order, plan_hash, pick(self._view(order, frozenset())))
 
     def settle(self, order: OrderKey) -> None:
-        """The order's claims are allocated: the allocation now stands for the reservation."""
+        """The order's claims are allocated: the allocation now stands for the reservation.
+
+        The scheduler may have allocated other devices than the ones reserved (a plan names a
+        product, not a device): reserved devices that no claim holds are free again, so capacity grew.
+        """
         with self._lock:
-            self._reservations.pop(order, None)
+            old = self._reservations.pop(order, None)
+            if old is None:
+                return
+            claimed: set[DeviceKey] = set()
+            for use in self._claims.values():
+                claimed |= use.keys
+            if old.use.keys - claimed:
+                self._epoch += 1
 
     def release(self, order: OrderKey) -> None:
         """The order is gone, or plans nothing: its reservation is freed."""

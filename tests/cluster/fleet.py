@@ -226,11 +226,14 @@ def default_fleet() -> list[Obj]:
 
 
 def large_fleet(nodes: int) -> list[Obj]:
-    """A fleet of ``nodes`` nodes for benchmarks: the default mix, repeated (about 5 devices a node)."""
+    """A fleet of exactly ``nodes`` nodes for benchmarks: the default mix, repeated (about 5 devices a
+    node; the L4 nodes take the rounding)."""
     per = sum(g.count for g in FLEET)
     groups = []
-    for g in FLEET:
-        count = max(1, round(nodes * g.count / per))
+    left = nodes
+    for i, g in enumerate(FLEET):
+        count = left if i == len(FLEET) - 1 else min(left, max(1, round(nodes * g.count / per)))
+        left -= count
         groups.append(NodeGroup(f"{g.prefix}-x", count, g.gpu, g.gpus_per_node, g.mig, g.shareable))
     return fleet_objects(tuple(groups))
 

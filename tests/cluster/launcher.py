@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import yaml
 
 from tests.cluster import fleet, pki
+from tests.cluster.tuning import tuning
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 HERE = pathlib.Path(__file__).resolve().parent
@@ -36,6 +37,8 @@ ETCD_PORT = int(os.environ.get("INFERENCE_ETCD_PORT", "23790"))
 API_PORT = int(os.environ.get("INFERENCE_API_PORT", "16443"))
 KCM_PORT, SCHED_PORT, KWOK_PORT = API_PORT + 1, API_PORT + 2, API_PORT + 3
 SERVICE_CIDR = "10.96.0.0/16"
+# tests/cluster/tuning.py: "scale" for a thousand KWOK nodes (bench.scale); "default" for the tests.
+PROFILE = os.environ.get("INFERENCE_PLANE_PROFILE", "default")
 
 
 def log(msg: str) -> None:
@@ -294,6 +297,8 @@ def kwok_stages_config(path: pathlib.Path) -> pathlib.Path:
 def start(bin_dir: pathlib.Path) -> None:
     make_pki()
     pk = P.pki
+    tuned = tuning(PROFILE)
+    (STATE / "profile").write_text(tuned.profile)
 
     def b(n: str) -> str:
         return str(bin_dir / n)
@@ -368,7 +373,7 @@ def start(bin_dir: pathlib.Path) -> None:
             f"--cluster-signing-key-file={pk / 'ca.key'}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--controllers=*,-nodeipam",
-            "--horizontal-pod-autoscaler-sync-period=5s",
+            *tuned.controller_manager,
             "--v=1",
         ],
     )
@@ -382,6 +387,7 @@ def start(bin_dir: pathlib.Path) -> None:
             "--bind-address=127.0.0.1",
             f"--secure-port={SCHED_PORT}",
             "--leader-elect=false",
+            *tuned.scheduler,
             "--v=1",
         ],
     )
@@ -396,7 +402,7 @@ def start(bin_dir: pathlib.Path) -> None:
             "--cidr=10.244.0.1/16",
             "--node-ip=10.0.0.1",
             f"--server-address=127.0.0.1:{KWOK_PORT}",
-            "--node-lease-duration-seconds=40",
+            *tuned.kwok,
         ],
     )
 
@@ -471,22 +477,45 @@ def down() -> None:
 
 def _stop_all() -> None:
     for name in reversed(COMPONENTS):
-        pid = _pid(name)
-        if pid is None:
-            (P.pids / name).unlink(missing_ok=True)
-            continue
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and _pid(name) is not None:
-            time.sleep(0.1)
-        if _pid(name) is not None:
-            os.killpg(pid, signal.SIGKILL)
-        child = _SPAWNED.pop(name, None)
-        if child is not None:
-            child.wait(timeout=15)
+        _stop(name)
+
+
+def _stop(name: str) -> None:
+    pid = _pid(name)
+    if pid is None:
         (P.pids / name).unlink(missing_ok=True)
-        log(f"stopped {name}")
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _pid(name) is not None:
+        time.sleep(0.1)
+    if _pid(name) is not None:
+        os.killpg(pid, signal.SIGKILL)
+    child = _SPAWNED.pop(name, None)
+    if child is not None:
+        child.wait(timeout=15)
+    (P.pids / name).unlink(missing_ok=True)
+    log(f"stopped {name}")
+
+
+def stop_component(name: str) -> None:
+    """Stop one component of a running plane (SIGTERM to its process group), leaving the others."""
+    if name not in COMPONENTS:
+        raise ValueError(f"unknown component {name!r}; one of {', '.join(COMPONENTS)}")
+    with _locked():
+        _stop(name)
+
+
+def restart_component(name: str, *, down_seconds: float = 0.0, bin_dir: pathlib.Path | None = None) -> None:
+    """Restart one component of a running plane: stop it, wait ``down_seconds``, start what is
+    stopped again with the same flags (``start`` skips the running ones) and wait until it serves.
+    For fault injection (bench/chaos): etcd and kube-apiserver keep their data and certificates."""
+    stop_component(name)
+    time.sleep(down_seconds)
+    bin_dir = bin_dir or build()
+    with _locked():
+        start(bin_dir)
 
 
 def status() -> int:

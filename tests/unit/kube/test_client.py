@@ -123,3 +123,27 @@ def test_a_non_json_error_body_is_kept_as_the_message() -> None:
     e = errors.error_from_response(502, b"Bad Gateway\n", what="GET /y")
     assert isinstance(e, errors.ApiUnavailable)
     assert str(e) == "GET /y: Bad Gateway"
+
+
+class _CountingConfig:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def auth_settings(self) -> dict[str, dict[str, str]]:
+        self.calls += 1
+        return {"BearerToken": {"in": "header", "key": "authorization", "value": f"Bearer t{self.calls}"}}
+
+
+class _Client:
+    def __init__(self) -> None:
+        self.configuration = _CountingConfig()
+
+
+def test_auth_headers_are_kept_for_a_while_then_refreshed() -> None:
+    from controller.kube.client import AUTH_TTL, _auth_headers
+
+    api = _Client()
+    assert _auth_headers(api, now=100.0) == {"authorization": "Bearer t1"}
+    assert _auth_headers(api, now=100.0 + AUTH_TTL / 2) == {"authorization": "Bearer t1"}
+    assert api.configuration.calls == 1
+    assert _auth_headers(api, now=100.0 + AUTH_TTL + 1) == {"authorization": "Bearer t2"}

@@ -1,0 +1,371 @@
+"""The product around a running plane, for the chaos runs: what ``tests/integration/platform.py``
+installs, plus the webhook under a restartable process and N leader-elected controller replicas.
+
+Everything here is scoped to namespaces labelled ``LABEL`` (the webhook's namespace selector), so
+a run never refuses other tests' writes while its webhook is down.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+from prometheus_client.parser import text_string_to_metric_families
+
+from controller.kube.client import load_api_client
+from standins import local_webhook
+from standins.hub_mirror import RunningMirror, start_mirror
+from standins.runtime import RunningRuntime, make_ca, start_runtime
+from tests.cluster import launcher
+from tests.cluster.identity import service_account_kubeconfig
+from tests.integration.conftest import Cluster, Kubectl
+from tests.integration.platform import HF_TOKEN, NS, SETTINGS, ControllerProcess, Platform
+from tests.integration.webhook_fixture import WebhookProcess, new_pki
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LABEL = "inference-chaos"  # namespaces of chaos runs carry LABEL=true; the webhook admits only them
+WEBHOOK_NAME = "inference-webhook-chaos"
+LEASE = "inference-controller"  # the one Lease the shipped Role lets the controller update
+LEASE_ARGS = ("--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1")
+
+
+def cluster() -> Cluster:
+    """The running local plane (started when down), as the integration fixtures see it."""
+    launcher.up()
+    return Cluster(
+        kubeconfig=launcher.P.kubeconfig,
+        server=launcher.server_url(),
+        bin_dir=launcher.build(),
+        ca_file=launcher.P.pki / "ca.crt",
+    )
+
+
+def api_client(c: Cluster) -> k8s.ApiClient:
+    client: k8s.ApiClient = load_api_client(kubeconfig=str(c.kubeconfig))
+    return client
+
+
+def install(kubectl: Kubectl) -> None:
+    """CRDs (ours, the catalog's and cert-manager's), the bundled class and recipe, the RBAC."""
+    from hack.cert_manager import crds_dir
+
+    crds = ROOT / "deploy" / "crds"
+    kubectl(
+        "apply", "--server-side", "--force-conflicts",
+        "-f", str(crds / "inferenceservices.yaml"),
+        "-f", str(crds / "inferenceserviceclasses.yaml"),
+        "-f", str(crds / "inferencerecipes.yaml"),
+        "-f", str(ROOT / "tests" / "manifests" / "catalog-crds.yaml"),
+        "-f", str(crds_dir()),
+    )  # fmt: skip
+    kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s",
+        "crd/inferenceservices.ai.deckhouse.io", "crd/inferenceserviceclasses.ai.deckhouse.io",
+        "crd/inferencerecipes.ai.deckhouse.io", "crd/certificates.cert-manager.io",
+    )  # fmt: skip
+    kubectl("create", "namespace", NS, check=False)
+    kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=chaos",
+        "-f", str(ROOT / "deploy/base/platform/default-llm.yaml"),
+        "-f", str(ROOT / "deploy/base/platform/vllm.yaml"),
+    )  # fmt: skip
+    kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=chaos",
+        "-k",
+        str(ROOT / "deploy/base/rbac"),
+    )
+
+
+PVC_DELETE = "inference-controller-chaos-pvc-delete"
+
+
+def grant_pvc_delete(kubectl: Kubectl, *, on: bool) -> None:
+    """Work around a bug of the shipped RBAC, for as long as it lasts: the controller prunes the
+    model volume of an edited order (``kinds.py``: PVCs are pruned) but its ClusterRole cannot
+    delete PersistentVolumeClaims, so every edited order ends ``WorkloadFailed`` (forbidden). With
+    ``on``, a separate ClusterRole grants that one verb to the controller's ServiceAccount."""
+    if not on:
+        kubectl("delete", "clusterrolebinding,clusterrole", PVC_DELETE, "--ignore-not-found", check=False)
+        return
+    docs = [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": PVC_DELETE},
+            "rules": [{"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["delete"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": PVC_DELETE},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": PVC_DELETE},
+            "subjects": [{"kind": "ServiceAccount", "name": "inference-controller", "namespace": NS}],
+        },
+    ]
+    kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=chaos", "-f", "-",
+        input=yaml.safe_dump_all(docs),
+    )  # fmt: skip
+
+
+def apply_settings(kubectl: Kubectl, **settings: str) -> None:
+    doc = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "inference-settings", "namespace": NS},
+        "data": dict(SETTINGS, **settings),
+    }
+    kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=chaos", "-f", "-",
+        input=yaml.safe_dump(doc),
+    )  # fmt: skip
+
+
+class ChaosWebhook:
+    """``python -m webhook`` registered for the chaos namespaces; ``restart`` keeps port and PKI."""
+
+    def __init__(self, api: k8s.ApiClient, directory: pathlib.Path, *, label: str = LABEL) -> None:
+        self.api = api
+        self.label = label
+        self.process = WebhookProcess(new_pki(directory))
+        self.restarts = 0
+
+    def start(self) -> None:
+        self.process.start()
+        configs = local_webhook.configurations(
+            base_url=self.process.url,
+            ca_bundle=self.process.pki.ca_bundle(),
+            name=WEBHOOK_NAME,
+            namespace_selector={"matchLabels": {self.label: "true"}},
+            cluster_scoped_match_conditions=[
+                {
+                    "name": "chaos-only",
+                    "expression": f"object != null && has(object.metadata.labels) && '{self.label}' in object.metadata.labels",
+                }
+            ],
+        )
+        local_webhook.register(self.api, configs)
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def start_again(self) -> None:
+        self.process.start()
+        self.restarts += 1
+
+    def unregister(self) -> None:
+        local_webhook.unregister(self.api, WEBHOOK_NAME)
+
+    def decisions(self) -> dict[str, float]:
+        """The webhook's admission decisions so far, by outcome (all paths)."""
+        out: dict[str, float] = {}
+        with self.process.client() as c:
+            text = c.get("/metrics").text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "inference_webhook_decisions_total":
+                    outcome = sample.labels["outcome"]
+                    out[outcome] = out.get(outcome, 0.0) + sample.value
+        return out
+
+
+@dataclass
+class Exit:
+    """A replica process that ended without being killed by the chaos (lease lost, crash)."""
+
+    name: str
+    returncode: int
+    at: float
+
+
+@dataclass
+class Replicas:
+    """N controller processes on one Lease, kept at N like a Deployment would (``supervise``)."""
+
+    cluster: Cluster
+    env: dict[str, str]
+    log_dir: pathlib.Path
+    kubeconfig: pathlib.Path
+    count: int = 2
+    procs: list[ControllerProcess] = field(default_factory=list)
+    exits: list[Exit] = field(default_factory=list)
+    kills: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _killed: set[int] = field(default_factory=set)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        for i in range(self.count):
+            proc = ControllerProcess(
+                cluster=self.cluster,
+                env=self.env,
+                log_dir=self.log_dir,
+                args=("--leader-elect", "--lease-name", LEASE, *LEASE_ARGS,
+                      "--identity", f"chaos-{i}-{uuid.uuid4().hex[:4]}"),
+                name=f"replica-{i}",
+                kubeconfig=self.kubeconfig,
+            )  # fmt: skip
+            self.procs.append(proc)
+        with ThreadPoolExecutor(max_workers=self.count) as pool:  # both wait for /readyz at once
+            list(pool.map(lambda p: p.start(), self.procs))
+        self._thread = threading.Thread(target=self._supervise, name="replicas", daemon=True)
+        self._thread.start()
+
+    def leader(self) -> ControllerProcess | None:
+        for p in list(self.procs):
+            try:
+                if _leading(p):
+                    return p
+            except OSError:
+                continue
+        return None
+
+    def kill_leader(self) -> str | None:
+        """SIGKILL the replica that leads now; the supervisor starts it again. Its name, or None."""
+        with self.lock:
+            leader = self.leader()
+            if leader is None or leader.proc is None:
+                return None
+            self._killed.add(leader.proc.pid)
+            leader.kill()
+            self.kills += 1
+            return leader.name
+
+    def _supervise(self) -> None:
+        while not self._stop.wait(0.5):
+            for p in self.procs:
+                with self.lock:
+                    if p.proc is None or p.proc.poll() is None or self._stop.is_set():
+                        continue
+                    if p.proc.pid not in self._killed:
+                        self.exits.append(Exit(p.name, p.proc.returncode, time.time()))
+                try:
+                    p.start()
+                except BaseException as e:  # pytest.fail raises outside Exception; keep supervising
+                    self.exits.append(Exit(f"{p.name} (restart failed: {e})", -1, time.time()))
+
+    def logs(self) -> list[pathlib.Path]:
+        return sorted(self.log_dir.glob("replica-*.log"))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+        for p in self.procs:
+            p.stop()
+
+
+def _leading(c: ControllerProcess) -> bool:
+    if c.proc is None or c.proc.poll() is not None or not c.metrics_port:
+        return False
+    for line in c.metrics().splitlines():
+        if line.startswith("inference_controller_leader "):
+            return float(line.split()[1]) == 1.0
+    return False
+
+
+@dataclass
+class Stack:
+    cluster: Cluster
+    kubectl: Kubectl
+    api: k8s.ApiClient
+    mirror: RunningMirror
+    runtime: RunningRuntime
+    webhook: ChaosWebhook
+    replicas: Replicas
+    log_dir: pathlib.Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@contextmanager
+def running(
+    log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL, pvc_delete: bool = False
+) -> Iterator[Stack]:
+    """The whole product on the running plane, stopped (and the webhook unregistered) at the end."""
+    c = cluster()
+    kubectl = Kubectl(c)
+    api = api_client(c)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    install(kubectl)
+    grant_pvc_delete(kubectl, on=pvc_delete)
+    sa = service_account_kubeconfig(
+        kubectl=c.kubectl_path, admin_kubeconfig=c.kubeconfig, namespace=NS,
+        name="inference-controller", out=log_dir / "controller.kubeconfig",
+    )  # fmt: skip
+    ca_pem, ca_key = make_ca("inference platform CA (chaos)")
+    ca_file = log_dir / "platform-ca.crt"
+    ca_file.write_bytes(ca_pem)
+    mirror = start_mirror(tokens=(HF_TOKEN,))
+    runtime = start_runtime(
+        ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(c.kubeconfig), cache_seconds=0.5
+    )
+    apply_settings(
+        kubectl, probeAddressOverride=runtime.address, platformCAFile=str(ca_file), hfEndpoint=mirror.url
+    )
+    webhook = ChaosWebhook(api, log_dir / "webhook", label=label)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KUBECONFIG"))}
+    env["LOG_LEVEL"] = "INFO"
+    reps = Replicas(cluster=c, env=env, log_dir=log_dir, kubeconfig=sa, count=replicas)
+    try:
+        webhook.start()
+        reps.start()
+        yield Stack(c, kubectl, api, mirror, runtime, webhook, reps, log_dir)
+    finally:
+        reps.stop()
+        webhook.unregister()
+        webhook.stop()
+        runtime.stop()
+        mirror.stop()
+        api.close()  # type: ignore[no-untyped-call]
+
+
+@contextmanager
+def on_platform(
+    platform: Platform, *, replicas: int = 2, label: str = LABEL, pvc_delete: bool = False
+) -> Iterator[Stack]:
+    """A stack on the e2e ``platform`` fixture (its mirror, runtime and settings): its controller is
+    stopped for N leader-elected replicas and a restartable webhook, and started again after."""
+    c = platform.controller
+    log_dir = c.log_dir / f"{label}-{uuid.uuid4().hex[:4]}"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    assert c.kubeconfig is not None
+    c.stop()
+    grant_pvc_delete(platform.kubectl, on=pvc_delete)
+    webhook = ChaosWebhook(platform.api, log_dir / "webhook", label=label)
+    reps = Replicas(
+        cluster=platform.cluster, env=c.env, log_dir=log_dir, kubeconfig=c.kubeconfig, count=replicas
+    )
+    try:
+        webhook.start()
+        reps.start()
+        yield Stack(
+            platform.cluster,
+            platform.kubectl,
+            platform.api,
+            platform.mirror,
+            platform.runtime,
+            webhook,
+            reps,
+            log_dir,
+        )
+    finally:
+        reps.stop()
+        webhook.unregister()
+        webhook.stop()
+        platform.mirror.clear_faults()
+        grant_pvc_delete(platform.kubectl, on=False)
+        c.start()

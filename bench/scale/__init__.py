@@ -1,0 +1,1 @@
+"""The scale benchmark: ``python -m bench.scale --nodes N --orders M [--keep]`` (run.py)."""
