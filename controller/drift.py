@@ -20,7 +20,7 @@ from shared.quantity import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
 
-CHECKED_KINDS = frozenset({"Deployment", "Service", "HorizontalPodAutoscaler", "Ingress"})
+CHECKED_KINDS = frozenset({"Deployment", "LeaderWorkerSet", "Service", "HorizontalPodAutoscaler", "Ingress"})
 
 
 def stable_json(obj: Obj) -> str:

@@ -35,6 +35,7 @@ class ModelFacts(BaseModel):
     num_attention_heads: int | None = None
     num_key_value_heads: int | None = None
     head_dim: int | None = None
+    kv_latent: bool = False  # MLA (DeepSeek-V2/V3): one latent per token and layer, not a K and a V
     hidden_size: int | None = None
     weights_bytes: int | None = None  # sum of the weight files' sizes, when the source says
     files: dict[str, int | None] = {}  # the files the runtime loads (model_facts.files), name -> size

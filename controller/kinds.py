@@ -23,6 +23,7 @@ class Cache(enum.StrEnum):
     RECIPES = "recipes"
     SECRETS = "secrets"
     DEPLOYMENTS = "deployments"
+    LEADER_WORKER_SETS = "leaderworkersets"
     SERVICES = "services"
     PVCS = "pvcs"
     PODS = "pods"
@@ -72,14 +73,34 @@ KINDS: tuple[WatchedKind, ...] = (
     # Only the Secrets the controller creates or adopts carry the order label: the user's Hub token
     # Secret is read by name when a model is resolved, never cached.
     WatchedKind(Cache.SECRETS, "v1", "Secret", Fanout.OWNER_LABEL, _ORDER, owned=True),
-    WatchedKind(Cache.DEPLOYMENTS, "apps/v1", "Deployment", Fanout.OWNER_LABEL, _ORDER, owned=True),
+    # A plan is either single-node (a Deployment with its HPA) or multi-node (a LeaderWorkerSet):
+    # moving between them prunes the kind the new plan no longer wants.
+    WatchedKind(
+        Cache.DEPLOYMENTS, "apps/v1", "Deployment", Fanout.OWNER_LABEL, _ORDER, owned=True, pruned=True
+    ),
+    WatchedKind(
+        Cache.LEADER_WORKER_SETS,
+        "leaderworkerset.x-k8s.io/v1",
+        "LeaderWorkerSet",
+        Fanout.OWNER_LABEL,
+        _ORDER,
+        owned=True,
+        pruned=True,
+        optional=True,
+    ),
     WatchedKind(Cache.SERVICES, "v1", "Service", Fanout.OWNER_LABEL, _ORDER, owned=True),
     WatchedKind(
         Cache.PVCS, "v1", "PersistentVolumeClaim", Fanout.OWNER_LABEL, _ORDER, owned=True, pruned=True
     ),
     WatchedKind(Cache.PODS, "v1", "Pod", Fanout.OWNER_LABEL, _ORDER),
     WatchedKind(
-        Cache.HPAS, "autoscaling/v2", "HorizontalPodAutoscaler", Fanout.OWNER_LABEL, _ORDER, owned=True
+        Cache.HPAS,
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        Fanout.OWNER_LABEL,
+        _ORDER,
+        owned=True,
+        pruned=True,
     ),
     WatchedKind(
         Cache.INGRESSES,

@@ -70,8 +70,8 @@ class Observer:
             o for k in OWNED if self.store.watches(k.cache) for o in self.store.labelled(k.cache, ns, name)
         )
         pods = tuple(self.store.labelled(Cache.PODS, ns, name))
-        deployment = self.store.get(Cache.DEPLOYMENTS, ns, name)
         in_force = self.plan_in_force(order)
+        deployment = self._workload(ns, name, in_force)
         auth = self.store.get(Cache.SECRETS, ns, names.auth_secret(name))
         token_b64 = ((auth or {}).get("data") or {}).get(names.AUTH_TOKEN_KEY)
         endpoint = order.status.endpoint.url if order.status.endpoint else None
@@ -97,9 +97,25 @@ class Observer:
         )
 
     def plan_in_force(self, order: InferenceService) -> LaunchPlan | None:
-        """The plan this process last applied, else the one recorded on the Deployment."""
+        """The plan this process last applied, else the one recorded on the Deployment or the
+        LeaderWorkerSet (a multi-node plan)."""
         ns, name = order.metadata.namespace or "", order.metadata.name
-        return self.applied_plan((ns, name)) or _plan_annotation(self.store.get(Cache.DEPLOYMENTS, ns, name))
+        return (
+            self.applied_plan((ns, name))
+            or _plan_annotation(self.store.get(Cache.DEPLOYMENTS, ns, name))
+            or _plan_annotation(self._group(ns, name))
+        )
+
+    def _group(self, ns: str, name: str) -> Obj | None:
+        if not self.store.watches(Cache.LEADER_WORKER_SETS):
+            return None
+        return self.store.get(Cache.LEADER_WORKER_SETS, ns, render.group_name_of(name))
+
+    def _workload(self, ns: str, name: str, plan: LaunchPlan | None) -> Obj | None:
+        """The workload of the plan in force: its LeaderWorkerSet when multi-node, else the Deployment."""
+        if plan is not None and plan.node_count > 1:
+            return self._group(ns, name)
+        return self.store.get(Cache.DEPLOYMENTS, ns, name)
 
     def claims_allocated(self, order: InferenceService, plan: LaunchPlan | None) -> bool:
         ns = order.metadata.namespace or ""

@@ -122,6 +122,8 @@ def resolved_of(plan: LaunchPlan, basis: dict[str, object]) -> Resolved:
             "accelerator_memory_gi_b": plan.accelerator_memory_gib,
             "accelerator_count": plan.accelerator_count,
             "placement_mode": plan.placement_mode,
+            "node_count": plan.node_count,
+            "accelerators_per_node": plan.devices_per_pod,
             "sharing_mode": plan.sharing_mode,
             "share_percent": plan.share_percent,
             "cpu": plan.cpu,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from controller.group_status import group_verdict
 from shared import reasons as r
 from shared.conditions import Verdict, false, true, unknown
 
@@ -29,6 +30,7 @@ def parse_time(text: str | None) -> float | None:
 
 
 CLAIM_UNALLOCATABLE = "cannot allocate all claims"
+GROUP_KIND = "LeaderWorkerSet"  # the workload of a multi-node plan (controller.group_status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,9 @@ def unschedulable_pods(pods: Sequence[Obj]) -> list[Unschedulable]:
 
 
 def _available(deployment: Obj) -> int:
+    """Available replicas: of a Deployment, or the ready groups of a LeaderWorkerSet."""
+    if deployment.get("kind") == GROUP_KIND:
+        return int(deployment.get("status", {}).get("readyReplicas") or 0)
     return int(deployment.get("status", {}).get("availableReplicas") or 0)
 
 
@@ -84,7 +89,8 @@ def _failure(deployment: Obj) -> str | None:
 
 
 def workload_verdict(deployment: Obj | None, pods: Sequence[Obj]) -> Verdict:
-    """WorkloadReady: Available once a replica of the current rollout is available.
+    """WorkloadReady: Available once a replica of the current rollout is available (for a multi-node
+    plan's LeaderWorkerSet: once a whole group is ready, ``controller.group_status``).
 
     An available replica wins over the Deployment's failure conditions: a scale-up that cannot
     create or place its extra pods (quota, a stalled second replica) leaves the order serving, and is
@@ -92,6 +98,12 @@ def workload_verdict(deployment: Obj | None, pods: Sequence[Obj]) -> Verdict:
     """
     if deployment is None:
         return unknown(r.PROGRESSING, "The workload is being applied.")
+    if deployment.get("kind") == GROUP_KIND:
+        v = group_verdict(deployment, pods)
+        stuck = unschedulable_pods(pods)
+        if not v.ok and stuck:
+            return false(r.UNSCHEDULABLE, f"Pod {stuck[0].pod} cannot be scheduled: {stuck[0].message}")
+        return v
     failure = _failure(deployment)
     if _available(deployment) >= 1 and _rolled_out(deployment):
         n = _available(deployment)

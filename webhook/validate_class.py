@@ -101,8 +101,17 @@ def _placement(problems: Problems, placement: Mapping[str, Any]) -> None:
         error = selector_error(selector)
         if error is not None:
             problems.add((*base, "selector"), f"must be a CEL expression DRA can evaluate: {error}")
-    problems.enum_list(placement, (*base, "sharingModes"), SHARING_MODES, required=False, non_empty=True)
+    modes = problems.enum_list(
+        placement, (*base, "sharingModes"), SHARING_MODES, required=False, non_empty=True
+    )
     problems.integer(placement, (*base, "maxAcceleratorsPerReplica"), required=False, minimum=1, maximum=64)
+    nodes = problems.integer(placement, (*base, "maxNodesPerReplica"), required=False, minimum=1, maximum=16)
+    if nodes is not None and nodes > 1 and modes is not None and "Exclusive" not in modes:
+        problems.add(
+            (*base, "maxNodesPerReplica"),
+            "a replica spans several nodes only on whole devices: `spec.placement.sharingModes` must "
+            f"include Exclusive when this is above 1 (it is {nodes})",
+        )
     scheduling_problems(problems, placement, base)
 
 

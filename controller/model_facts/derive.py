@@ -106,14 +106,26 @@ def model_facts(
         torch_dtype=torch_dtype(text_cfg, counts),
         num_hidden_layers=config_int(text_cfg.get("num_hidden_layers")),
         num_attention_heads=heads,
-        num_key_value_heads=config_int(text_cfg.get("num_key_value_heads")) or heads,
-        head_dim=config_int(text_cfg.get("head_dim")) or (hidden // heads if hidden and heads else None),
+        **attention_cache(text_cfg, heads, hidden),
         hidden_size=hidden,
         weights_bytes=weights_bytes,
         files=runtime_files(files, fmt=fmt, gguf_file=gguf_file, remote_code=remote_code),
         gated=bool(info.get("gated")),
         requires_remote_code=remote_code,
     )
+
+
+def attention_cache(cfg: Mapping[str, Any], heads: int | None, hidden: int | None) -> dict[str, Any]:
+    """What vLLM caches per token and layer: KV heads x head dim, or for MLA (``kv_lora_rank``) one
+    latent of ``kv_lora_rank + qk_rope_head_dim``, counted as one KV head (vLLM's MLA backends)."""
+    rank = config_int(cfg.get("kv_lora_rank"))
+    if rank:
+        rope = config_int(cfg.get("qk_rope_head_dim")) or 0
+        return {"num_key_value_heads": 1, "head_dim": rank + rope, "kv_latent": True}
+    return {
+        "num_key_value_heads": config_int(cfg.get("num_key_value_heads")) or heads,
+        "head_dim": config_int(cfg.get("head_dim")) or (hidden // heads if hidden and heads else None),
+    }
 
 
 def sibling_sizes(info: Mapping[str, Any]) -> dict[str, int | None]:

@@ -127,13 +127,14 @@ def bytes_per_parameter(facts: ModelFacts) -> float:
 
 
 def kv_bytes_per_token(facts: ModelFacts) -> int:
-    """2 x layers x KV heads x head dim x KV dtype bytes (the served dtype, also for quantized weights)."""
+    """2 x layers x KV heads x head dim x KV dtype bytes (the served dtype, also for quantized weights);
+    MLA caches one latent instead of a K and a V: layers x latent width x bytes."""
     layers, heads = facts.num_hidden_layers, facts.num_attention_heads
     kv_heads = facts.num_key_value_heads or heads
     head_dim = facts.head_dim or (facts.hidden_size // heads if facts.hidden_size and heads else None)
     kv_dtype = _TORCH_DTYPE_BYTES.get((facts.torch_dtype or "bfloat16").lower(), 2.0)
     if layers and kv_heads and head_dim:
-        return int(2 * layers * kv_heads * head_dim * kv_dtype)
+        return int((1 if facts.kv_latent else 2) * layers * kv_heads * head_dim * kv_dtype)
     return math.ceil(facts.parameter_count / 1e9 * FALLBACK_KV_BYTES_PER_BILLION)
 
 

@@ -52,10 +52,22 @@ class LaunchPlan(BaseModel):
     gpu_memory_utilization: float
     endpoint_type: EndpointType
     needs_bytes: int = Field(default=0, description="Estimated weights plus minimum KV cache of one replica.")
+    node_count: int = Field(default=1, description="Nodes of the replica: above 1, a LeaderWorkerSet group.")
+
+    @property
+    def devices_per_pod(self) -> int:
+        """The devices one pod claims: all of them, or one node's share of a multi-node replica."""
+        return self.accelerator_count // max(1, self.node_count)
 
     def summary(self) -> str:
         """``1 x NVIDIA H100 80GB HBM3 (80 GiB, Exclusive) from gpu.nvidia.com with recipe vllm``."""
         share = f"{self.share_percent}% " if self.sharing_mode in SHARED_MODES else ""
+        if self.node_count > 1:
+            return (
+                f"{self.node_count} nodes x {self.devices_per_pod} x {self.product_name} "
+                f"({self.accelerator_memory_gib} GiB, {self.sharing_mode}; {self.accelerator_count} in total) "
+                f"from {self.device_class} with recipe {self.recipe}"
+            )
         return (
             f"{self.accelerator_count} x {self.product_name} ({share}{self.accelerator_memory_gib} GiB, "
             f"{self.sharing_mode}) from {self.device_class} with recipe {self.recipe}"

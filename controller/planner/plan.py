@@ -124,6 +124,12 @@ def plan_order(request: PlanRequest) -> PlanOutcome:
             )
             if found is not None:
                 return planned(request, found, estimate, method)
+    if "Exclusive" in modes and (placement.max_nodes_per_replica or 1) > 1:
+        from controller.planner.multinode_plan import plan_multinode  # it builds on this module
+
+        spread = plan_multinode(request, eligible, estimate, choices, max_devices)
+        if spread is not None:
+            return spread
     reason, message = diagnose(
         facts=facts,
         eligible=eligible,

@@ -34,9 +34,12 @@ def devices_for(plan: LaunchPlan, inventory: Inventory) -> Use:
     by_node: dict[str, list[Device]] = defaultdict(list)
     for d in free:
         by_node[d.node].append(d)
+    per_node, picked = plan.devices_per_pod, []  # a multi-node plan: that many on each of its nodes
     for node in sorted(by_node):
-        if len(by_node[node]) >= plan.accelerator_count:
-            return Use(whole=frozenset(d.key for d in by_node[node][: plan.accelerator_count]))
+        if len(by_node[node]) >= per_node:
+            picked += by_node[node][:per_node]
+            if len(picked) >= plan.accelerator_count:
+                return Use(whole=frozenset(d.key for d in picked))
     return Use()
 
 

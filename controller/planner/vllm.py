@@ -10,6 +10,10 @@ Pooling endpoints use ``--runner pooling`` with ``--convert embed`` (Embeddings)
 - **The API key** is not an argument: vLLM reads ``VLLM_API_KEY`` from the environment, which the
   renderer fills from the ``<order>-auth`` Secret (vLLM logs its non-default arguments).
 - **TLS**: ``--enable-ssl-refresh`` reloads the certificate when cert-manager renews it.
+- **Multi-node** (vLLM 0.11 has no ``--nnodes``): tensor parallel within a node, pipeline parallel
+  across the nodes, on Ray (``--distributed-executor-backend ray``), as vLLM's
+  ``examples/online_serving/multi-node-serving.sh`` documents; the Ray cluster is started by the
+  LeaderWorkerSet's pods (``controller.render.group``).
 - **Remote code**: ``--trust-remote-code`` only for a model whose config needs it; the planner picks
   such a model only with a recipe that opts in (``trustRemoteCode``).
 
@@ -43,6 +47,7 @@ class VllmLaunch:
     compute_capability: tuple[int, int] | None
     requires_token: bool  # the key comes from the environment (VLLM_API_KEY), never from the args
     extra_args: tuple[str, ...] = ()
+    pipeline_parallel_size: int = 1  # nodes of a multi-node replica (Ray, one stage per node)
 
 
 def vllm_args(launch: VllmLaunch) -> list[str]:
@@ -62,6 +67,13 @@ def vllm_args(launch: VllmLaunch) -> list[str]:
         "--gpu-memory-utilization",
         f"{launch.gpu_memory_utilization:g}",
     ]
+    if launch.pipeline_parallel_size > 1:
+        args += [
+            "--pipeline-parallel-size",
+            str(launch.pipeline_parallel_size),
+            "--distributed-executor-backend",
+            "ray",
+        ]
     if launch.quantization == "gguf":
         args += ["--quantization", "gguf"]  # GGUF files carry no quantization_config
     if launch.facts.requires_remote_code:

@@ -12,6 +12,7 @@ one field manager; nothing here reads the cluster.
 | ``fetch`` | what the model fetcher downloads, and from where |
 | ``timing`` | probes and the progress deadline, sized from the weights |
 | ``workload`` | the Deployment and the model volume |
+| ``group`` | the LeaderWorkerSet of a multi-node plan, its two claim templates |
 | ``network`` | Service, HPA, Ingress, Certificate, the auth Secret |
 
 The class's exposure policy (endpoint, token, replica bounds) is ``controller.exposure``; it is
@@ -29,6 +30,13 @@ from controller.render.claim import (
 )
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, owner_reference
 from controller.render.fetch import FetchSpec, fetch_spec
+from controller.render.group import (
+    claim_templates,
+    group_name,
+    group_name_of,
+    leader_worker_set,
+    worker_claim_template_name,
+)
 from controller.render.network import auth_secret, autoscaler, certificate, ingress, service
 from controller.render.workload import deployment, model_volume, model_volume_name
 from controller.settings import Settings
@@ -46,11 +54,15 @@ __all__ = [
     "certificate",
     "claim_request",
     "claim_template_name",
+    "claim_templates",
     "deployment",
     "endpoint_for",
     "fetch_spec",
+    "group_name",
+    "group_name_of",
     "ingress",
     "labels",
+    "leader_worker_set",
     "model_volume",
     "model_volume_name",
     "owner_reference",
@@ -59,6 +71,7 @@ __all__ = [
     "resource_claim_template",
     "service",
     "sharing_config",
+    "worker_claim_template_name",
     "workload",
 ]
 
@@ -75,8 +88,22 @@ def workload(
     """Every object to apply for the plan, in apply order (the auth Secret is minted separately).
 
     ``fetch`` is what the model fetcher downloads (``fetch_spec``); None: the whole repository
-    ``spec.model.ref.name``, for callers that have no facts."""
+    ``spec.model.ref.name``, for callers that have no facts.
+
+    A multi-node plan is a LeaderWorkerSet with its two claim templates and no autoscaler; the
+    Deployment, its model volume and HPA of a single-node plan are then unwanted (and pruned), and
+    the other way round."""
     endpoint = endpoint_for(order, spec, settings)
+    if plan.node_count > 1:
+        objs = [
+            *claim_templates(order, plan),
+            certificate(order, endpoint, settings),
+            service(order, leader_only=True),
+            leader_worker_set(order, plan, spec, settings, revision=revision, fetch=fetch),
+        ]
+        if endpoint.type == "External":
+            objs.append(ingress(order, endpoint, settings))
+        return objs
     objs = [
         resource_claim_template(order, plan),
         model_volume(order, plan, settings, revision=revision, fetch=fetch),

@@ -26,7 +26,7 @@ def claim_request(plan: PlanView) -> Obj:
     exactly: Obj = {
         "deviceClassName": plan.device_class,
         "allocationMode": "ExactCount",
-        "count": plan.accelerator_count,
+        "count": plan.devices_per_pod,
     }
     if plan.device_selectors:
         exactly["selectors"] = [{"cel": {"expression": e}} for e in plan.device_selectors]

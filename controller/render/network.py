@@ -10,14 +10,21 @@ from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
 
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 
-def service(order: InferenceService) -> Obj:
+
+def service(order: InferenceService, *, leader_only: bool = False) -> Obj:
+    """The endpoint's Service; for a multi-node group it selects the leader only (worker index 0),
+    the one pod that serves."""
+    selector = {names.LABEL_ORDER: order.metadata.name}
+    if leader_only:
+        selector[LWS_WORKER_INDEX_LABEL] = "0"
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": meta(order, names.workload(order.metadata.name)),
         "spec": {
-            "selector": {names.LABEL_ORDER: order.metadata.name},
+            "selector": selector,
             "ports": [{"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}],
         },
     }

@@ -34,8 +34,8 @@ SHM_PER_DEVICE = GIB
 
 
 def shm_size(plan: PlanView) -> str:
-    """``/dev/shm`` of the runtime: 1 GiB per device of the replica (1 GiB for one device)."""
-    return to_quantity_gi(SHM_PER_DEVICE * max(1, plan.accelerator_count))
+    """``/dev/shm`` of the runtime: 1 GiB per device of the pod (1 GiB for one device)."""
+    return to_quantity_gi(SHM_PER_DEVICE * max(1, plan.devices_per_pod))
 
 
 def container_security() -> Obj:

@@ -77,6 +77,15 @@ class Placement(ApiModel):
         ge=1,
         le=64,
     )
+    max_nodes_per_replica: int | None = Field(
+        default=None,
+        description="Most nodes one replica may span. Defaults to 1 (one node). Above 1, a replica that no "
+        "single node can hold runs on up to this many nodes of one product as a LeaderWorkerSet: tensor "
+        "parallel within each node (up to maxAcceleratorsPerReplica devices per node), pipeline parallel "
+        "across the nodes. Only with the Exclusive sharing mode.",
+        ge=1,
+        le=16,
+    )
     node_selector: dict[str, str] | None = Field(
         default=None,
         description="Node labels the runtime pods require, added to the module's GPU node selector (a key "

@@ -170,9 +170,22 @@ class Resolved(ApiModel):
         description="Memory of one accelerator (or of its share), in GiB.",
     )
     accelerator_count: int | None = Field(
-        default=None, description="Devices per replica; tensor parallel when greater than 1."
+        default=None,
+        description="Devices per replica, in total over its nodes; tensor parallel when greater than 1.",
     )
-    placement_mode: PlacementMode | None = Field(default=None, description="SingleDevice or TensorParallel.")
+    placement_mode: PlacementMode | None = Field(
+        default=None,
+        description="SingleDevice, TensorParallel (several devices of one node) or MultiNode (several nodes "
+        "of one product, a LeaderWorkerSet group).",
+    )
+    node_count: int | None = Field(
+        default=None, description="Nodes one replica spans: 1, or more for MultiNode (pipeline parallel)."
+    )
+    accelerators_per_node: int | None = Field(
+        default=None,
+        description="Devices of the replica on each of its nodes (tensor parallel within a node); "
+        "acceleratorCount is the total, nodeCount x acceleratorsPerNode.",
+    )
     sharing_mode: SharingMode | None = Field(default=None, description="Exclusive, MIG, TimeSlicing or MPS.")
     share_percent: int | None = Field(default=None, description="Share of the device the order holds, 1-100.")
     cpu: str | None = Field(default=None, description="CPU request per replica, as a Kubernetes quantity.")

@@ -8,7 +8,9 @@ ClusterLocal endpoints; any other host (External) is matched against the orders'
   the order needs no token;
 - the served model name: the InferenceService's ``spec.model.ref.name``;
 - whether its runtime would start: the Deployment ``<name>``'s ``runtime`` container args checked
-  against the flags ``vllm serve`` of the image's version accepts (``standins.runtime.vllm_flags``).
+  against the flags ``vllm serve`` of the image's version accepts (``standins.runtime.vllm_flags``);
+  for a multi-node order, the args of the leader's ``runtime`` container in the LeaderWorkerSet
+  ``<name>-group`` (the leader is the pod that runs ``vllm serve`` and that the Service selects).
   A refused order answers 503 with vLLM's error, as a runtime that exits at start never serves.
 
 Lookups are cached for ``ttl`` seconds. Orders can also be registered by hand through the control
@@ -32,6 +34,7 @@ from kubernetes.client.exceptions import ApiException
 from standins.runtime.vllm_flags import refusal
 
 GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
+LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 _SVC_SUFFIXES = (".svc.cluster.local", ".svc")
 
 
@@ -134,11 +137,28 @@ class OrderDirectory:
             dep = apps.read_namespaced_deployment(key.name, key.namespace)
         except ApiException as e:
             if e.status == 404:
-                return None
+                return self._group_refused(key)
             raise
         for c in dep.spec.template.spec.containers or []:
             if c.name == "runtime":
                 return refusal(c.image or "", list(c.args or []))
+        return None
+
+    def _group_refused(self, key: OrderKey) -> str | None:
+        """The same check on the leader template of the order's LeaderWorkerSet, when it has one."""
+        objects: Any = k8s.CustomObjectsApi(self._api)
+        try:
+            lws = objects.get_namespaced_custom_object(
+                LWS_GROUP, LWS_VERSION, key.namespace, LWS_PLURAL, f"{key.name}-group"
+            )
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        template = ((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("leaderTemplate") or {}
+        for c in (template.get("spec") or {}).get("containers") or []:
+            if c.get("name") == "runtime":
+                return refusal(c.get("image") or "", list(c.get("args") or []))
         return None
 
     def _token(self, key: OrderKey) -> str | None:

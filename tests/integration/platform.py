@@ -25,6 +25,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
+from hack import lws as lws_plane
 from standins.hub_mirror import RunningMirror, start_mirror
 from standins.runtime import RunningRuntime, make_ca, start_runtime
 from tests.cluster.identity import service_account_kubeconfig
@@ -246,6 +247,7 @@ def platform(
     kubectl: Kubectl,
     api: k8s.ApiClient,
     crds: None,
+    lws: lws_plane.Running,  # multi-node orders run on LeaderWorkerSet (tests/integration/lws_fixture.py)
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Platform]:
     from hack.cert_manager import crds_dir

@@ -82,10 +82,7 @@ CASES = [
 ]  # fmt: skip
 
 
-KNOWN_GAPS = {
-    "deepseek-ai/DeepSeek-V3": "MLA: controller/model_facts.py takes num_key_value_heads (128) and "
-    "hidden_size / heads (56) where vLLM caches one 576-wide latent (kv_lora_rank + qk_rope_head_dim)",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def with_gaps(cases: list[Expected]) -> list[Any]:

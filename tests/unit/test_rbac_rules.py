@@ -27,6 +27,7 @@ PLURAL = {
     "Certificate": "certificates",
     "Service": "services",
     "Deployment": "deployments",
+    "LeaderWorkerSet": "leaderworkersets",
     "HorizontalPodAutoscaler": "horizontalpodautoscalers",
     "Ingress": "ingresses",
     "Secret": "secrets",
@@ -49,7 +50,10 @@ def verbs(group: str, resource: str) -> set[str]:
 def rendered() -> list[dict[str, Any]]:
     spec = make_class(spec={"exposure": {"type": "External"}}).spec
     objs = render.workload(make_order(), Plan(), spec, Settings(), revision="abc")
-    return [*objs, render.auth_secret(make_order(), "t")]
+    group = render.workload(
+        make_order(), Plan(node_count=2, accelerator_count=16), spec, Settings(), revision="a"
+    )
+    return [*objs, *group, render.auth_secret(make_order(), "t")]
 
 
 def test_every_rendered_kind_can_be_applied() -> None:

@@ -26,6 +26,11 @@ class Plan:
     cpu: str = "4"
     memory: str = "32Gi"
     model_volume: str = "24Gi"
+    node_count: int = 1
+
+    @property
+    def devices_per_pod(self) -> int:
+        return self.accelerator_count // self.node_count
 
     def model_dump_json(self) -> str:
         return json.dumps(asdict(self))

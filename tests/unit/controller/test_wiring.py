@@ -29,7 +29,14 @@ def order(
 def test_every_cache_has_exactly_one_row_and_owned_kinds_are_label_selected() -> None:
     assert len({k.cache for k in KINDS}) == len(KINDS) == len(Cache)
     assert all(k.label_selector for k in OWNED)
-    assert {k.kind for k in PRUNED} == {"PersistentVolumeClaim", "Ingress", "ResourceClaimTemplate"}
+    assert {k.kind for k in PRUNED} == {
+        "PersistentVolumeClaim",
+        "Ingress",
+        "ResourceClaimTemplate",
+        "Deployment",  # replaced by a LeaderWorkerSet when the plan becomes multi-node
+        "HorizontalPodAutoscaler",
+        "LeaderWorkerSet",
+    }
     assert cache_of("Deployment") is Cache.DEPLOYMENTS
     assert cache_of("Pod") is None  # pods are read, never applied
     assert Cache.MODELS not in {k.cache for k in watched(catalog_enabled=False)}

@@ -26,8 +26,10 @@ from tests.unit.planner.builders import (
     BGE_LARGE,
     BGE_RERANKER,
     LLAMA_8B,
+    LLAMA_405B,
     QWEN_32B_AWQ,
     fleet_inventory,
+    make_class,
     make_recipe,
     make_request,
 )
@@ -65,6 +67,7 @@ def launches() -> list[VllmLaunch]:
     variants: list[dict[str, Any]] = [
         {},
         {"tensor_parallel_size": 4},
+        {"tensor_parallel_size": 8, "pipeline_parallel_size": 2},  # multi-node, on Ray
         {"facts": QWEN_32B_AWQ, "quantization": "awq"},
         {"quantization": "gguf"},
         {"facts": BGE_LARGE, "endpoint_type": "Embeddings"},
@@ -87,6 +90,15 @@ def test_every_flag_of_a_plan_on_the_default_fleet_is_accepted(facts: Any) -> No
     recipe = make_recipe(image=BUNDLED["image"], extraArgs=BUNDLED.get("extraArgs") or [])
     outcome = plan_order(make_request(fleet_inventory(), facts, recipes=[recipe]))
     assert outcome.plan is not None, outcome.message
+    assert refusal(outcome.plan.image, outcome.plan.args) is None
+
+
+def test_every_flag_of_a_multinode_plan_on_the_default_fleet_is_accepted() -> None:
+    recipe = make_recipe(image=BUNDLED["image"], extraArgs=BUNDLED.get("extraArgs") or [])
+    spec = make_class(deviceClassNames=["gpu.nvidia.com"], maxNodesPerReplica=2)
+    outcome = plan_order(make_request(fleet_inventory(), LLAMA_405B, recipes=[recipe], class_spec=spec))
+    assert outcome.plan is not None and outcome.plan.node_count == 2, outcome.message
+    assert "--pipeline-parallel-size" in outcome.plan.args
     assert refusal(outcome.plan.image, outcome.plan.args) is None
 
 

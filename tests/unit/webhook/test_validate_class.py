@@ -128,6 +128,19 @@ def test_a_valid_class_has_no_problems(klass: dict[str, Any]) -> None:
             id="at least one accelerator per replica",
         ),
         pytest.param(
+            make_class(spec__placement__maxNodesPerReplica=0),
+            ["`spec.placement.maxNodesPerReplica`: must be at least 1, not 0"],
+            id="at least one node per replica",
+        ),
+        pytest.param(
+            make_class(spec__placement__maxNodesPerReplica=2, spec__placement__sharingModes=["MIG"]),
+            [
+                "`spec.placement.maxNodesPerReplica`: a replica spans several nodes only on whole devices: "
+                "`spec.placement.sharingModes` must include Exclusive when this is above 1 (it is 2)"
+            ],
+            id="multi-node needs Exclusive",
+        ),
+        pytest.param(
             make_class(spec__scaling={"minReplicas": 0}),
             ["`spec.scaling.minReplicas`: must be at least 1, not 0"],
             id="minReplicas is at least 1",

@@ -1,0 +1,84 @@
+"""The workload of a multi-node plan: a LeaderWorkerSet owned by the order, and nothing single-node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller import render
+from controller.render.group import LEADER_SCRIPT, WORKER_SCRIPT
+from shared import names
+from tests.unit.controller.builders import make_class, make_order
+from tests.unit.controller.test_render import SETTINGS, Plan
+
+ARGS = ["--model", "/models/model", "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2"]
+PLAN = Plan(accelerator_count=16, node_count=2, args=ARGS, cpu="18", memory="115Gi", model_volume="833Gi")
+
+
+def objects() -> dict[tuple[str, str], dict[str, Any]]:
+    objs = render.workload(make_order(), PLAN, make_class().spec, SETTINGS, revision="abc")
+    return {(o["kind"], o["metadata"]["name"]): o for o in objs}
+
+
+def test_a_multinode_plan_is_a_leader_worker_set_with_no_deployment_hpa_or_shared_volume() -> None:
+    objs = objects()
+    kinds = sorted(k for k, _ in objs)
+    assert "Deployment" not in kinds and "HorizontalPodAutoscaler" not in kinds
+    assert "PersistentVolumeClaim" not in kinds
+    assert kinds.count("ResourceClaimTemplate") == 2
+    order = make_order()
+    lws = objs[("LeaderWorkerSet", f"{order.metadata.name}-group")]
+    assert lws["apiVersion"] == "leaderworkerset.x-k8s.io/v1"
+    (ref,) = lws["metadata"]["ownerReferences"]
+    assert ref["kind"] == "InferenceService" and ref["controller"] is True
+    assert render.PLAN_ANNOTATION in lws["metadata"]["annotations"]
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    assert tpl["size"] == 2
+    assert tpl["restartPolicy"] == "RecreateGroupOnPodRestart"
+    assert lws["spec"]["replicas"] == 1
+
+
+def test_leader_and_workers_each_claim_one_nodes_devices_from_their_own_template() -> None:
+    objs = objects()
+    templates = {n: o for (k, n), o in objs.items() if k == "ResourceClaimTemplate"}
+    for t in templates.values():
+        (request,) = t["spec"]["spec"]["devices"]["requests"]
+        assert request["exactly"]["count"] == 8  # one node's share of 16
+    lws = next(o for (k, _), o in objs.items() if k == "LeaderWorkerSet")
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    leader = tpl["leaderTemplate"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    worker = tpl["workerTemplate"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    assert leader != worker and {leader, worker} == set(templates)
+    assert leader == render.claim_template_name(make_order(), PLAN)
+
+
+def test_the_leader_serves_vllm_on_ray_and_the_workers_join_its_ray_head() -> None:
+    lws = next(o for (k, _), o in objects().items() if k == "LeaderWorkerSet")
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    (leader,) = tpl["leaderTemplate"]["spec"]["containers"]
+    (worker,) = tpl["workerTemplate"]["spec"]["containers"]
+    assert leader["command"] == ["/bin/bash", "-c", LEADER_SCRIPT, "vllm"]
+    assert leader["args"] == ARGS  # the exact vllm serve flags, as "$@"
+    assert "$LWS_GROUP_SIZE" in LEADER_SCRIPT and 'exec vllm serve "$@"' in LEADER_SCRIPT
+    assert worker["command"] == ["/bin/bash", "-c", WORKER_SCRIPT]
+    assert "$LWS_LEADER_ADDRESS" in WORKER_SCRIPT
+    assert "readinessProbe" in leader and "startupProbe" in leader
+    assert "readinessProbe" not in worker  # workers serve no HTTP
+    for pod in (tpl["leaderTemplate"]["spec"], tpl["workerTemplate"]["spec"]):
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        (container,) = pod["containers"]
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        assert container["env"][0]["name"] == "VLLM_API_KEY"
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert volumes["shm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "8Gi"}
+        claim = volumes["model"]["ephemeral"]["volumeClaimTemplate"]["spec"]
+        assert claim["resources"]["requests"]["storage"] == "833Gi"
+        assert claim["storageClassName"] == "models"
+
+
+def test_the_service_selects_the_leader_only() -> None:
+    order = make_order()
+    svc = objects()[("Service", order.metadata.name)]
+    assert svc["spec"]["selector"] == {
+        names.LABEL_ORDER: order.metadata.name,
+        "leaderworkerset.sigs.k8s.io/worker-index": "0",
+    }
