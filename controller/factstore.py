@@ -29,7 +29,7 @@ from shared import names
 
 log = logging.getLogger(__name__)
 NAME = "inference-model-facts"
-FORMAT = 3  # 2: requires_remote_code; 3: files (the selection the fetcher downloads), source_uri
+FORMAT = 4  # 2: requires_remote_code; 3: files (the selection the fetcher downloads), source_uri; 4: kv_latent (MLA)
 
 
 def key_of(repo: str, commit: str) -> str:
