@@ -356,6 +356,28 @@ def test_resource_claim_exhausted_after_falling_back_through_every_device_class(
 # -- WorkloadReady -------------------------------------------------------------------------------
 
 
+def test_a_node_selector_no_node_matches_is_unschedulable_and_never_a_fallback(
+    platform: Platform, ns: str
+) -> None:
+    """Node affinity is not a claim failure: the order says what the scheduler said, and keeps its plan."""
+    klass = platform.create_class(
+        {
+            "placement": {
+                "deviceClassNames": ["gpu.nvidia.com", "mig.nvidia.com"],
+                "sharingModes": ["Exclusive", "MIG"],
+                "nodeSelector": {"example.com/pool": "nowhere"},
+            }
+        }
+    )
+    platform.create_order(ns, "o", hf(SMALL), klass=klass)
+    obj = platform.wait_reason(ns, "o", "WorkloadReady", "Unschedulable", timeout=90)
+    assert "node affinity/selector" in platform.condition(obj, "WorkloadReady")["message"]
+    time.sleep(float(SETTINGS["claimGraceSeconds"]) + 6)  # past the grace a claim failure would have
+    obj = platform.order(ns, "o")
+    assert platform.condition(obj, "Planned")["reason"] == "Planned"
+    assert obj["status"]["resolved"]["replanCount"] == 0
+
+
 def test_a_taint_is_unschedulable_with_the_schedulers_words_and_never_a_fallback(
     platform: Platform, ns: str
 ) -> None:
