@@ -59,7 +59,9 @@ class ProbeBook:
             self._urls.pop(key, None)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Cancel queued probes and wait for those in flight (each is bounded by the probe timeout),
+        so the prober can be closed after this with no connection still open."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _run(self, key: Key, url: str, token: str | None) -> None:
         result = self._prober.probe(url, token)

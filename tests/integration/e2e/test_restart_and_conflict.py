@@ -143,6 +143,7 @@ def test_a_409_on_status_is_retried_without_losing_the_other_writers_change(
             ctl.reconciler.reconcile_order(ns, "racy")
         finally:
             ctl.stop()
+            api.close()
         final = platform.order(ns, "racy")
         types = [c["type"] for c in final["status"]["conditions"]]
         assert "ExternalAudit" in types, "the other writer's change survived"
