@@ -15,7 +15,7 @@ The selection (``runtime_files``) is an allowlist, so whatever else a repository
   - Safetensors: ``model.safetensors``; else the shard series ``<prefix>-NNNNN-of-MMMMM.safetensors``
     with its ``<prefix>.safetensors.index.json``; else every other root ``*.safetensors`` but
     ``consolidated*`` (vLLM reads the root directory only, and skips files the index does not name);
-  - GGUF: the parts of the one file ``pick_gguf`` chose;
+  - GGUF: the one single-file GGUF ``pick_gguf`` chose (vLLM loads no split GGUF);
 - **configs**: ``config.json``, ``generation_config.json`` and the processor / chat template files;
 - **tokenizer**: ``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_map.json``,
   ``added_tokens.json``, ``vocab.json``/``vocab.txt``/``merges.txt``, SentencePiece ``*.model``

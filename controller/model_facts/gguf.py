@@ -57,13 +57,23 @@ _GGUF_STRING, _GGUF_ARRAY = 8, 9
 
 
 def pick_gguf(files: Mapping[str, int | None]) -> tuple[str, int | None]:
-    """The GGUF file to serve (``GGUF_PREFERENCE``, else the smallest) and its size over all parts."""
-    groups: dict[str, list[str]] = {}
+    """The GGUF file to serve (``GGUF_PREFERENCE``, else the smallest) and its size over all parts.
+
+    vLLM loads a single-file GGUF model only (its GGUF page: merge a split file with ``gguf-split``
+    first), so files split in parts (``-00001-of-00003.gguf``) are never chosen; a repository that
+    has only split files raises ``ModelFactsError``."""
+    parts: dict[str, list[str]] = {}
     for name in files:
         if name.endswith(".gguf"):
-            groups.setdefault(_GGUF_PART.sub("", name), []).append(name)
-    if not groups:
+            parts.setdefault(_GGUF_PART.sub("", name), []).append(name)
+    if not parts:
         raise ModelFactsError("no GGUF file")
+    groups = {base: names for base, names in parts.items() if len(names) == 1 and names[0] == base}
+    if not groups:
+        raise ModelFactsError(
+            f"every GGUF file of this repository is split in parts ({sorted(parts)[0]} and others); "
+            "vLLM loads single-file GGUF models only"
+        )
 
     def size(base: str) -> int | None:
         sizes = [files[part] for part in groups[base]]

@@ -50,10 +50,20 @@ class VllmLaunch:
     pipeline_parallel_size: int = 1  # nodes of a multi-node replica (Ray, one stage per node)
 
 
+def model_path(facts: ModelFacts) -> str:
+    """What ``--model`` names: the downloaded repository, or for GGUF the one ``.gguf`` file in it
+    (vLLM loads a GGUF model from its file, not from a directory)."""
+    if facts.format == "GGUF":
+        ggufs = sorted(name for name in facts.files if name.endswith(".gguf"))
+        if len(ggufs) == 1:
+            return f"{MODEL_PATH}/{ggufs[0]}"
+    return MODEL_PATH
+
+
 def vllm_args(launch: VllmLaunch) -> list[str]:
     args = [
         "--model",
-        MODEL_PATH,
+        model_path(launch.facts),
         "--served-model-name",
         launch.served_model_name,
         "--host",

@@ -192,6 +192,25 @@ def test_a_gguf_repository_serves_its_q4_k_m_file() -> None:
     assert (facts.quantization, facts.quantization_bits) == ("gguf", 4)
 
 
+def test_the_runtime_is_pointed_at_the_gguf_file_not_at_the_directory() -> None:
+    from controller.planner.vllm import MODEL_PATH, model_path
+
+    facts = facts_of("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF")
+    assert model_path(facts) == f"{MODEL_PATH}/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf"
+    assert model_path(facts_of("Qwen/Qwen2.5-7B-Instruct")) == MODEL_PATH
+
+
+def test_a_gguf_file_split_in_parts_is_never_chosen() -> None:
+    files = {
+        "m-Q4_K_M-00001-of-00002.gguf": 10,
+        "m-Q4_K_M-00002-of-00002.gguf": 10,
+        "m-Q8_0.gguf": 40,
+    }
+    assert pick_gguf(files) == ("m-Q8_0.gguf", 40)
+    with pytest.raises(ModelFactsError, match="single-file GGUF"):
+        pick_gguf({k: v for k, v in files.items() if "Q4" in k})
+
+
 def test_a_repository_without_safetensors_or_gguf_files_is_refused() -> None:
     info = {"siblings": [{"rfilename": "pytorch_model.bin", "size": 10}, {"rfilename": "config.json"}]}
     with pytest.raises(ModelFactsError, match="neither safetensors nor GGUF"):
@@ -286,15 +305,6 @@ def test_quantization_config(config: dict[str, Any] | None, expected: Quantizati
 )
 def test_gguf_bits_come_from_the_file_type_in_the_name(filename: str, bits: int) -> None:
     assert gguf_quantization(filename).bits == bits
-
-
-def test_a_split_gguf_file_counts_all_its_parts() -> None:
-    files: dict[str, int | None] = {
-        "m-q8_0.gguf": 100,
-        "m-q4_k_m-00001-of-00002.gguf": 30,
-        "m-q4_k_m-00002-of-00002.gguf": 20,
-    }
-    assert pick_gguf(files) == ("m-q4_k_m.gguf", 50)
 
 
 def test_without_a_preferred_gguf_type_the_smallest_file_is_served() -> None:

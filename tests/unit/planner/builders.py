@@ -150,6 +150,7 @@ LLAMA_8B_GGUF = LLAMA_8B.model_copy(
         "quantization_bits": 4,
         "parameter_dtype_counts": {},
         "weights_bytes": 4_920_734_016,
+        "files": {"Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf": 4_920_734_016},
         "gated": False,
     }
 )
