@@ -69,7 +69,24 @@ class Actor:
         return Done(applied, self._write_status(s, intents, raw))
 
     def _mint_token(self, s: Snapshot) -> None:
-        """The token is random (256 bits) and minted once; an existing Secret is never replaced."""
+        """The token is random (256 bits) and minted once; the order's own Secret is never replaced.
+
+        A Secret of the name that a previous order controls (``controller.auth_token``) is deleted
+        first, that incarnation only. No token is minted for an order the API server no longer has
+        under this uid (a cache behind a delete and create of the name): the Secret would belong
+        to a ghost, and the garbage collector would take it away from the new order later."""
+        ns, name = s.order.metadata.namespace or "", s.order.metadata.name
+        if s.stale_auth_uid is not None:
+            try:
+                kapi.delete(
+                    self.api, "v1", "Secret", namespace=ns, name=names.auth_secret(name), uid=s.stale_auth_uid
+                )
+                self._count("Secret", "delete")
+            except kerr.Conflict:
+                pass  # already replaced by another incarnation; the next reconcile reads it
+        live = kapi.get(self.api, "ai.deckhouse.io/v1alpha1", "InferenceService", namespace=ns, name=name)
+        if live is None or live["metadata"].get("uid") != s.order.metadata.uid:
+            return
         try:
             kapi.create(self.api, render.auth_secret(s.order, secrets.token_urlsafe(32)))
             self._count("Secret", "create")

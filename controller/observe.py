@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller import render, resolve
+from controller.auth_token import read_auth
 from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from controller.kinds import OWNED, Cache
 from controller.kube import apply as kapi
@@ -72,8 +73,7 @@ class Observer:
         pods = tuple(self.store.labelled(Cache.PODS, ns, name))
         in_force = self.plan_in_force(order)
         deployment = self._workload(ns, name, in_force)
-        auth = self.store.get(Cache.SECRETS, ns, names.auth_secret(name))
-        token_b64 = ((auth or {}).get("data") or {}).get(names.AUTH_TOKEN_KEY)
+        auth = read_auth(self.store.get(Cache.SECRETS, ns, names.auth_secret(name)), order.metadata.uid)
         endpoint = order.status.endpoint.url if order.status.endpoint else None
         exhausted = self.ledger.exhausted_since((ns, name))
         return Snapshot(
@@ -89,8 +89,9 @@ class Observer:
             hpa=self.store.get(Cache.HPAS, ns, name),
             pods=pods,
             owned=owned,
-            has_token=bool(token_b64),
-            token=base64.b64decode(token_b64).decode() if token_b64 else None,
+            has_token=auth.token is not None,
+            token=auth.token,
+            stale_auth_uid=auth.stale_uid,
             probe=self.probes.state((ns, name), endpoint),
             capacity=Capacity(epoch=self.ledger.epoch, exhausted_since=exhausted),
             claims_allocated=self.claims_allocated(order, in_force),

@@ -138,16 +138,16 @@ def delete(
     namespace: str | None,
     name: str,
     propagation: str = "Background",
+    uid: str | None = None,
 ) -> bool:
-    """Delete an object; ``False`` when it was already gone."""
+    """Delete an object; ``False`` when it was already gone. With ``uid``, only that incarnation
+    of the name is deleted (a precondition: another uid answers ``Conflict``)."""
     resource = _target(target, kind)
+    body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+    if uid:
+        body["preconditions"] = {"uid": uid}
     try:
-        request(
-            api_client,
-            "DELETE",
-            path_for(resource, namespace=namespace, name=name),
-            body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation},
-        )
+        request(api_client, "DELETE", path_for(resource, namespace=namespace, name=name), body=body)
     except NotFound:
         return False
     return True

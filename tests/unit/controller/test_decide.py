@@ -154,6 +154,14 @@ def test_a_planned_order_applies_its_workload_and_records_the_plan() -> None:
     assert st.phase == "Pending"
 
 
+def test_a_stale_auth_secret_of_a_previous_order_of_the_name_gets_a_token_minted_for_this_one() -> None:
+    s = snap(has_token=False, token=None, stale_auth_uid="s-9")
+    intents, _ = decide_and_build(s, run_planner(s, plan_decision(s)))
+    assert intents.mint_token
+    own = snap()
+    assert not decide_and_build(own, run_planner(own, plan_decision(own)))[0].mint_token
+
+
 def test_a_failed_recomputation_of_a_serving_order_keeps_the_plan_in_force() -> None:
     plan = plan_on(GPU)
     s = serving(
