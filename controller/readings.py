@@ -7,6 +7,15 @@ Only the scheduler's DRA plugin's own words, ``cannot allocate all claims``, say
 not be allocated. A taint, a volume that cannot bind, missing cpu or memory, or node affinity are
 other unschedulable causes: they are reported as they are and never move the order to another
 device class.
+
+The scheduler's message counts one reason per node (the first filter that refused it), and its
+resource filter runs before the DRA plugin. So when the nodes with the planned devices lack cpu or
+memory, every other node says ``cannot allocate all claims``: "0/8 nodes are available: 4
+Insufficient cpu, 4 cannot allocate all claims". The claim is then not the only cause, and nothing
+says it is a cause at all: a node refused for what the pod asks besides its devices (cpu, memory,
+pods, ports, its volumes) means the claim is not judged unallocatable. Cordons, taints and node
+affinity only take nodes out of play (typically nodes without GPUs), so the claim words on the rest
+still speak for the claim.
 """
 
 from __future__ import annotations
@@ -30,6 +39,12 @@ def parse_time(text: str | None) -> float | None:
 
 
 CLAIM_UNALLOCATABLE = "cannot allocate all claims"
+# The scheduler's words (lower case) for a node refused for what the pod asks of it besides its
+# devices: NodeResourcesFit ("Insufficient cpu", "Too many pods"), NodePorts ("free ports"), and
+# the volume plugins ("unbound immediate PersistentVolumeClaims", "didn't find available persistent
+# volumes to bind", "pvc(s) bound to non-existent pv(s)", "did not have enough free storage", ...).
+OTHER_NEEDS = ("insufficient ", "too many pods", "free ports", "volume", "pvc", "storage")
+PREEMPTION = ". preemption:"  # the scheduler appends what preemption found; not a filter's reason
 GROUP_KIND = "LeaderWorkerSet"  # the workload of a multi-node plan (controller.group_status)
 
 
@@ -43,8 +58,18 @@ class Unschedulable:
 
     @property
     def claim_unallocatable(self) -> bool:
-        """Whether the scheduler said it could not allocate the pod's ResourceClaims."""
-        return CLAIM_UNALLOCATABLE in self.message
+        """Whether the scheduler said it could not allocate the pod's ResourceClaims, and refused no
+        node for the pod's other needs (cpu, memory, pods, ports, volumes)."""
+        return claim_unallocatable(self.message)
+
+
+def claim_unallocatable(message: str) -> bool:
+    """Whether a PodScheduled=False message blames the pod's ResourceClaims alone (module docstring)."""
+    reasons = message.split(PREEMPTION, 1)[0]
+    if CLAIM_UNALLOCATABLE not in reasons:
+        return False
+    lowered = reasons.lower()
+    return not any(words in lowered for words in OTHER_NEEDS)
 
 
 def unschedulable_pods(pods: Sequence[Obj]) -> list[Unschedulable]:

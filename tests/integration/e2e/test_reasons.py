@@ -412,6 +412,153 @@ def test_a_taint_is_unschedulable_with_the_schedulers_words_and_never_a_fallback
     platform.wait_phase(ns, "o", "Ready", timeout=120)
 
 
+def _fallback_class(platform: Platform, **placement: Any) -> str:
+    """A class with a second device class to fall back to: a false claim failure would show as a replan."""
+    return platform.create_class(
+        {
+            "placement": {
+                "deviceClassNames": ["gpu.nvidia.com", "mig.nvidia.com"],
+                "sharingModes": ["Exclusive", "MIG"],
+                **placement,
+            }
+        }
+    )
+
+
+def _assert_kept_its_plan(platform: Platform, ns: str, name: str) -> dict[str, Any]:
+    """Past the grace a claim failure would have: still Unschedulable, the first plan, no fallback."""
+    time.sleep(float(SETTINGS["claimGraceSeconds"]) + 6)
+    obj = platform.order(ns, name)
+    status = obj["status"]
+    assert reason_of(platform, obj, "Planned") == ("True", "Planned"), (
+        f"never NoCapacity nor a fallback: {status}"
+    )
+    assert reason_of(platform, obj, "WorkloadReady") == ("False", "Unschedulable"), status
+    assert reason_of(platform, obj, "Ready") == ("False", "Unschedulable"), status
+    assert status["phase"] == "Pending"
+    assert status["resolved"]["replanCount"] == 0, status
+    assert not status["resolved"].get("triedDeviceClasses"), status
+    return obj
+
+
+def _patch_allocatable(platform: Platform, node: str, allocatable: dict[str, str]) -> None:
+    platform.kubectl(
+        "patch",
+        "node",
+        node,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"allocatable": allocatable}}),
+    )
+
+
+def test_nodes_without_the_cpu_or_memory_asked_for_are_unschedulable_never_a_fallback_and_recover(
+    platform: Platform, ns: str
+) -> None:
+    """The planned L4s are free, but every L4 node lacks the cpu (two) or the memory (two) the runtime
+    requests. The scheduler says "Insufficient cpu/memory" on those nodes and "cannot allocate all
+    claims" on every other node (no L4 there): the devices are not what is missing, so the order says
+    what the scheduler said, keeps its plan, and is Ready once the nodes have room again."""
+    nodes = json.loads(
+        platform.kubectl("get", "nodes", "-l", "nvidia.com/gpu.product=NVIDIA-L4", "-o", "json").stdout
+    )["items"]
+    assert len(nodes) >= 2
+    before = {n["metadata"]["name"]: dict(n["status"]["allocatable"]) for n in nodes}
+    short = {
+        name: {"cpu": "1"} if i % 2 == 0 else {"memory": "1Gi"}  # the runtime asks >= 4 cpu, >= 6Gi
+        for i, name in enumerate(sorted(before))
+    }
+    klass = _fallback_class(platform, selector=L4)
+    try:
+        for name, allocatable in short.items():
+            _patch_allocatable(platform, name, allocatable)
+        platform.create_order(ns, "o", hf(SMALL), klass=klass)
+        obj = platform.wait_reason(ns, "o", "WorkloadReady", "Unschedulable", timeout=90)
+        message = platform.condition(obj, "WorkloadReady")["message"]
+        assert "Insufficient cpu" in message and "Insufficient memory" in message, message
+        assert "cannot allocate all claims" in message, f"the other nodes have no L4: {message}"
+        _assert_kept_its_plan(platform, ns, "o")
+    finally:
+        for name, allocatable in before.items():
+            _patch_allocatable(platform, name, {k: allocatable[k] for k in ("cpu", "memory")})
+    obj = platform.wait_phase(ns, "o", "Ready", timeout=120)
+    assert reason_of(platform, obj, "WorkloadReady") == ("True", "Available")
+    assert obj["status"]["resolved"]["replanCount"] == 0
+
+
+def _set_model_storage_class(platform: Platform, name: str) -> None:
+    platform.kubectl(
+        "patch",
+        "configmap",
+        "inference-settings",
+        "-n",
+        "d8-inference",
+        "--type=merge",
+        "-p",
+        json.dumps({"data": {"modelStorageClass": name}}),
+    )
+    platform.controller.restart()
+
+
+@pytest.mark.parametrize(
+    ("binding", "words"),
+    [
+        ("Immediate", "pod has unbound immediate PersistentVolumeClaims"),
+        ("WaitForFirstConsumer", "didn't find available persistent volumes to bind"),
+    ],
+)
+def test_a_model_volume_that_cannot_bind_is_unschedulable_and_recovers_when_a_volume_appears(
+    platform: Platform, ns: str, binding: str, words: str
+) -> None:
+    """The module's model volume class has no provisioner and no PersistentVolume: the model volume
+    cannot bind, which is not a capacity or claim question. A fitting volume appearing is the fix."""
+    storage_class = f"e2e-empty-{uuid.uuid4().hex[:6]}"
+    platform.apply(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": storage_class},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": binding,
+            "reclaimPolicy": "Retain",
+        }
+    )
+    platform.cluster_objects.append(("storageclass", storage_class))
+    volume = f"e2e-{storage_class}"
+    try:
+        _set_model_storage_class(platform, storage_class)
+        platform.create_order(ns, "o", hf(SMALL), klass=_fallback_class(platform))
+        obj = platform.wait_reason(ns, "o", "WorkloadReady", "Unschedulable", timeout=90)
+        message = platform.condition(obj, "WorkloadReady")["message"]
+        assert words in message, message
+        _assert_kept_its_plan(platform, ns, "o")
+        claims = json.loads(platform.kubectl("get", "pvc", "-n", ns, "-o", "json").stdout)["items"]
+        assert [c["status"]["phase"] for c in claims] == ["Pending"], "the model volume is unbound"
+        platform.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": volume},
+                "spec": {
+                    "capacity": {"storage": "2Ti"},
+                    "accessModes": ["ReadWriteMany", "ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "storageClassName": storage_class,
+                    "hostPath": {"path": f"/var/lib/kwok-models/{volume}"},
+                },
+            }
+        )
+        obj = platform.wait_phase(ns, "o", "Ready", timeout=120)
+        assert reason_of(platform, obj, "WorkloadReady") == ("True", "Available")
+        assert obj["status"]["resolved"]["replanCount"] == 0
+    finally:
+        # The order's volume names the class: the order goes before the setting changes back.
+        platform.kubectl("delete", "inferenceservice", "o", "-n", ns, "--ignore-not-found", "--wait=true")
+        _set_model_storage_class(platform, SETTINGS["modelStorageClass"])
+        platform.kubectl("delete", "persistentvolume", volume, "--ignore-not-found", "--wait=false")
+
+
 def test_workload_failed_when_the_deployment_cannot_create_pods(platform: Platform, ns: str) -> None:
     klass = platform.create_class(
         {"scaling": {"minReplicas": 1, "maxReplicas": 1, "priorityClassName": "no-such-priority"}}

@@ -59,6 +59,16 @@ TAINTED = (
     "are available: 8 Preemption is not helpful for scheduling."
 )
 NO_CPU = "0/8 nodes are available: 8 Insufficient cpu. preemption: 0/8 nodes are available."
+# The real scheduler's words when the planned L4s are free but their nodes lack cpu or memory: its
+# resource filter runs before the DRA plugin, so only the nodes without an L4 name the claim.
+NO_CPU_WHERE_THE_DEVICES_ARE = (
+    "0/8 nodes are available: 2 Insufficient cpu, 2 Insufficient memory, 4 cannot allocate all claims. "
+    "preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling."
+)
+UNBOUND_VOLUME = (
+    "0/8 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/8 nodes "
+    "are available: 8 Preemption is not helpful for scheduling."
+)
 
 # Qwen/Qwen2.5-0.5B-Instruct: 24 layers, 14 heads, 2 KV heads, hidden 896, BF16 494,032,768 (ties
 # its embeddings). It fits any one device of the default fleet, as in the load issue's burst.

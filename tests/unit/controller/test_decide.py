@@ -26,10 +26,12 @@ from tests.unit.controller.snapshots import (
     GPU,
     MIG,
     NO_CPU,
+    NO_CPU_WHERE_THE_DEVICES_ARE,
     NOW,
     READY_STATUS,
     SMALL,
     TAINTED,
+    UNBOUND_VOLUME,
     URL,
     conditions_of,
     decide_and_build,
@@ -411,7 +413,7 @@ def test_an_old_pods_unallocatable_claim_does_not_fall_back_from_the_new_plan() 
 # ------------------------------------------------------------------ (c) other unschedulable causes
 
 
-@pytest.mark.parametrize("message", [TAINTED, NO_CPU])
+@pytest.mark.parametrize("message", [TAINTED, NO_CPU, NO_CPU_WHERE_THE_DEVICES_ARE, UNBOUND_VOLUME])
 def test_a_pod_unschedulable_for_another_cause_is_unschedulable_and_never_replans(message: str) -> None:
     plan = plan_on(GPU)
     s = snap(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controller import readings as observe
 from shared import reasons as r
 
@@ -66,6 +68,68 @@ def test_the_claim_is_stuck_only_when_every_pod_is_unschedulable_and_none_availa
     assert observe.claim_stuck_since(deployment(), pods) == T_EPOCH
     assert observe.claim_stuck_since(deployment(available=1), pods) is None
     assert observe.claim_stuck_since(deployment(), [*pods, pod("o-2", unschedulable=False)]) is None
+
+
+PREEMPTION = " preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling."
+
+
+@pytest.mark.parametrize(
+    "reasons",
+    [
+        "0/8 nodes are available: 8 cannot allocate all claims.",
+        # cordoned, tainted or unselected nodes are out of play: the claim failed on all the others
+        "0/8 nodes are available: 2 node(s) were unschedulable, 6 cannot allocate all claims.",
+        "0/8 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "
+        "7 cannot allocate all claims.",
+        "0/8 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 5 cannot allocate all claims.",
+    ],
+)
+def test_the_claim_is_blamed_when_the_other_nodes_are_out_of_play(reasons: str) -> None:
+    assert observe.claim_unallocatable(reasons + PREEMPTION)
+
+
+@pytest.mark.parametrize(
+    "reasons",
+    [
+        # the real scheduler, the planned L4s free but their nodes short: only nodes without an L4
+        # name the claim (its resource filter runs before the DRA plugin)
+        "0/8 nodes are available: 2 Insufficient cpu, 2 Insufficient memory, 4 cannot allocate all claims.",
+        "0/8 nodes are available: 1 Insufficient nvidia.com/gpu, 7 cannot allocate all claims.",
+        "0/8 nodes are available: 1 Too many pods, 7 cannot allocate all claims.",
+        "0/8 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, "
+        "7 cannot allocate all claims.",
+        "0/8 nodes are available: 2 node(s) didn't find available persistent volumes to bind, "
+        "6 cannot allocate all claims.",
+        "0/8 nodes are available: 2 node(s) didn't match PersistentVolume's node affinity, "
+        "6 cannot allocate all claims.",
+        "0/8 nodes are available: 1 node(s) did not have enough free storage, 7 cannot allocate all claims.",
+        # no claim words at all
+        "0/8 nodes are available: 8 Insufficient cpu.",
+        "0/8 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+        "0/8 nodes are available: 8 node(s) had untolerated taint {e2e-hold: 1}.",
+    ],
+)
+def test_the_claim_is_not_blamed_when_a_node_lacked_something_else_the_pod_asks(reasons: str) -> None:
+    assert not observe.claim_unallocatable(reasons + PREEMPTION)
+
+
+def test_claim_words_in_the_preemption_part_alone_do_not_blame_the_claim() -> None:
+    assert not observe.claim_unallocatable(
+        "0/8 nodes are available: 8 Insufficient cpu. preemption: 0/8 nodes are available: "
+        "8 cannot allocate all claims."
+    )
+
+
+def test_a_pod_short_of_cpu_where_its_devices_are_is_unschedulable_but_its_claim_is_not_stuck() -> None:
+    message = (
+        "0/8 nodes are available: 2 Insufficient cpu, 2 Insufficient memory, 4 cannot allocate all claims."
+    )
+    stuck = pod("o-1", unschedulable=True)
+    stuck["status"]["conditions"][0]["message"] = message + PREEMPTION
+    v = observe.workload_verdict(deployment(), [stuck])
+    assert (v.status, v.reason) == ("False", r.UNSCHEDULABLE)
+    assert message in v.message
+    assert observe.claim_stuck_since(deployment(), [stuck]) is None
 
 
 def test_scale_up_blocked_after_the_grace_period() -> None:
