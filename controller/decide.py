@@ -224,10 +224,15 @@ def _desired(
 ) -> None:
     """What to apply (only what changed or drifted) and what to prune (owned, unwanted by the plan)."""
     desired = render.workload(s.order, plan, cspec, s.settings, revision=fetch.revision, fetch=fetch)
-    for obj in desired:
-        meta = obj["metadata"]
-        meta.setdefault("annotations", {})[APPLIED_HASH] = names.short_hash(drift.stable_json(obj), 16)
-        live = s.live(obj["kind"], meta["name"])
+    for rendered in desired:
+        meta = rendered["metadata"]
+        meta.setdefault("annotations", {})[APPLIED_HASH] = names.short_hash(drift.stable_json(rendered), 16)
+        live = s.live(rendered["kind"], meta["name"])
+        obj = (
+            render.keep_volume_fields(rendered, live)
+            if rendered["kind"] == "PersistentVolumeClaim"
+            else rendered
+        )
         if (
             live is not None
             and (live["metadata"].get("annotations") or {}).get(APPLIED_HASH)

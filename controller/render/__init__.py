@@ -38,7 +38,7 @@ from controller.render.group import (
     worker_claim_template_name,
 )
 from controller.render.network import auth_secret, autoscaler, certificate, ingress, service
-from controller.render.workload import deployment, model_volume, model_volume_name
+from controller.render.workload import deployment, keep_volume_fields, model_volume, model_volume_name
 from controller.settings import Settings
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
@@ -62,6 +62,7 @@ __all__ = [
     "group_name_of",
     "ingress",
     "labels",
+    "keep_volume_fields",
     "leader_worker_set",
     "model_volume",
     "model_volume_name",

@@ -54,6 +54,23 @@ def model_volume(
     }
 
 
+def keep_volume_fields(desired: Obj, live: Obj | None) -> Obj:
+    """The model volume to apply, keeping what the stored claim already has of the fields the API
+    server never lets change (storage class, access modes): the module settings
+    ``modelStorageClass`` and ``modelVolumeAccessMode`` apply to new volumes, and an existing
+    volume is not refused, nor replaced, when an administrator changes them."""
+    if live is None:
+        return desired
+    spec = dict(desired["spec"])
+    stored = live.get("spec") or {}
+    for field in ("storageClassName", "accessModes"):
+        if field in stored:
+            spec[field] = stored[field]
+        else:
+            spec.pop(field, None)
+    return {**desired, "spec": spec}
+
+
 def strategy(settings: Settings) -> Obj:
     if settings.model_volume_access_mode == "ReadWriteMany":
         return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}

@@ -164,6 +164,32 @@ def test_a_stale_auth_secret_of_a_previous_order_of_the_name_gets_a_token_minted
     assert not decide_and_build(own, run_planner(own, plan_decision(own)))[0].mint_token
 
 
+def test_a_new_storage_class_setting_leaves_an_existing_model_volume_as_it_is() -> None:
+    """storageClassName and accessModes of a claim never change: applying the new setting to a
+    stored claim would be refused (and reported as WorkloadFailed)."""
+    s = snap()
+    p = run_planner(s, plan_decision(s))
+    first, _ = decide_and_build(s, p)
+    live = next(o for o in first.apply if o["kind"] == "PersistentVolumeClaim")
+    assert "storageClassName" not in live["spec"]
+    live["spec"]["storageClassName"] = "standard"  # the default class, as the API server stores it
+    moved = replace(
+        s, owned=(live,), settings=s.settings.model_copy(update={"model_storage_class": "fast-nvme"})
+    )
+    steady = replace(s, owned=(live,))
+    assert "PersistentVolumeClaim" not in {o["kind"] for o in decide_and_build(steady, p)[0].apply}
+    again, _ = decide_and_build(moved, run_planner(moved, plan_decision(moved)))
+    kept = next(o for o in again.apply if o["kind"] == "PersistentVolumeClaim")
+    assert (kept["metadata"]["name"], kept["spec"]["storageClassName"]) == (
+        live["metadata"]["name"],
+        "standard",
+    )
+    fresh = replace(s, settings=moved.settings)
+    new, _ = decide_and_build(fresh, run_planner(fresh, plan_decision(fresh)))
+    claim = next(o for o in new.apply if o["kind"] == "PersistentVolumeClaim")
+    assert claim["spec"]["storageClassName"] == "fast-nvme"
+
+
 def test_a_failed_recomputation_of_a_serving_order_keeps_the_plan_in_force() -> None:
     plan = plan_on(GPU)
     s = serving(
