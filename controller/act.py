@@ -10,6 +10,7 @@ applied in full.
 
 from __future__ import annotations
 
+import base64
 import logging
 import secrets
 from dataclasses import dataclass, replace
@@ -71,24 +72,33 @@ class Actor:
     def _mint_token(self, s: Snapshot) -> None:
         """The token is random (256 bits) and minted once; the order's own Secret is never replaced.
 
-        A Secret of the name that a previous order controls (``controller.auth_token``) is deleted
-        first, that incarnation only. No token is minted for an order the API server no longer has
-        under this uid (a cache behind a delete and create of the name): the Secret would belong
-        to a ghost, and the garbage collector would take it away from the new order later."""
+        A Secret of the name that a previous order controls (``controller.auth_token``) is taken
+        over: new token, this order as its owner, conditional on the version observed. No token is
+        minted for an order the API server no longer has under this uid (a cache behind a delete
+        and create of the name): its Secret would belong to a ghost, and the garbage collector
+        would take it away from the new order later."""
         ns, name = s.order.metadata.namespace or "", s.order.metadata.name
-        if s.stale_auth_uid is not None:
-            try:
-                kapi.delete(
-                    self.api, "v1", "Secret", namespace=ns, name=names.auth_secret(name), uid=s.stale_auth_uid
-                )
-                self._count("Secret", "delete")
-            except kerr.Conflict:
-                pass  # already replaced by another incarnation; the next reconcile reads it
         live = kapi.get(self.api, "ai.deckhouse.io/v1alpha1", "InferenceService", namespace=ns, name=name)
         if live is None or live["metadata"].get("uid") != s.order.metadata.uid:
             return
+        secret = render.auth_secret(s.order, secrets.token_urlsafe(32))
+        if s.stale_auth_version is not None:
+            token = secret.pop("stringData")[names.AUTH_TOKEN_KEY]
+            kapi.merge_patch(
+                self.api,
+                "v1",
+                "Secret",
+                namespace=ns,
+                name=secret["metadata"]["name"],
+                body={
+                    "metadata": {**secret["metadata"], "resourceVersion": s.stale_auth_version},
+                    "data": {names.AUTH_TOKEN_KEY: base64.b64encode(token.encode()).decode()},
+                },
+            )  # a Conflict (changed since observed) requeues the order
+            self._count("Secret", "patch")
+            return
         try:
-            kapi.create(self.api, render.auth_secret(s.order, secrets.token_urlsafe(32)))
+            kapi.create(self.api, secret)
             self._count("Secret", "create")
         except kerr.AlreadyExists:
             pass  # another reconcile minted it first; its token stands

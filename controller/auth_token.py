@@ -5,8 +5,9 @@ The Secret is named after the order, so an order deleted and created again under
 once it notices the old owner is gone, which takes seconds, or minutes while the API server or
 kube-controller-manager restarts. Serving with that token would rotate it under the user's feet
 when the collector catches up. So the token counts only when the Secret is controlled by this
-order's uid; a Secret controlled by another uid is stale: the controller deletes it (with a uid
-precondition) and mints a new one.
+order's uid; a Secret controlled by another uid is stale: the controller takes it over with a
+new token and this order as its owner (a merge patch conditional on the stale Secret's
+resourceVersion; its ClusterRole has no ``delete`` on Secrets).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ Obj = dict[str, Any]
 @dataclass(frozen=True, slots=True)
 class AuthReading:
     token: str | None  # the order's own token, when its Secret holds one
-    stale_uid: str | None = None  # the uid of a Secret of the same name that another owner controls
+    stale_version: str | None = None  # resourceVersion of a Secret of the name another owner controls
 
 
 def read_auth(secret: Obj | None, order_uid: str | None) -> AuthReading:
@@ -33,6 +34,6 @@ def read_auth(secret: Obj | None, order_uid: str | None) -> AuthReading:
     meta = secret.get("metadata") or {}
     controller = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
     if order_uid and (controller is None or controller.get("uid") != order_uid):
-        return AuthReading(None, stale_uid=str(meta.get("uid") or ""))
+        return AuthReading(None, stale_version=str(meta.get("resourceVersion") or ""))
     token_b64 = (secret.get("data") or {}).get(names.AUTH_TOKEN_KEY)
     return AuthReading(base64.b64decode(token_b64).decode() if token_b64 else None)

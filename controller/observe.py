@@ -91,7 +91,7 @@ class Observer:
             owned=owned,
             has_token=auth.token is not None,
             token=auth.token,
-            stale_auth_uid=auth.stale_uid,
+            stale_auth_version=auth.stale_version,
             probe=self.probes.state((ns, name), endpoint),
             capacity=Capacity(epoch=self.ledger.epoch, exhausted_since=exhausted),
             claims_allocated=self.claims_allocated(order, in_force),

@@ -73,7 +73,7 @@ class Snapshot:
     probe: ProbeState
     capacity: Capacity = field(default_factory=Capacity)
     claims_allocated: bool = False  # the pods of the plan in force have allocated claims
-    stale_auth_uid: str | None = None  # an ``<order>-auth`` Secret of a previous order of the name
+    stale_auth_version: str | None = None  # resourceVersion of a previous order's ``<order>-auth``
 
     @property
     def key(self) -> tuple[str, str]:

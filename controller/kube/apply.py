@@ -138,14 +138,10 @@ def delete(
     namespace: str | None,
     name: str,
     propagation: str = "Background",
-    uid: str | None = None,
 ) -> bool:
-    """Delete an object; ``False`` when it was already gone. With ``uid``, only that incarnation
-    of the name is deleted (a precondition: another uid answers ``Conflict``)."""
+    """Delete an object; ``False`` when it was already gone."""
     resource = _target(target, kind)
     body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
-    if uid:
-        body["preconditions"] = {"uid": uid}
     try:
         request(api_client, "DELETE", path_for(resource, namespace=namespace, name=name), body=body)
     except NotFound:
@@ -168,14 +164,31 @@ def patch_status(
     With ``resource_version`` the write is conditional: a stale version raises ``Conflict`` (re-read,
     recompute, retry). Merge-patch semantics: lists (conditions) are replaced whole, keys absent from
     ``status`` are kept (another writer's fields survive), and a key set to ``None`` is removed."""
-    resource = _target(target, kind)
     body: Obj = {"status": status}
     if resource_version is not None:
         body["metadata"] = {"resourceVersion": resource_version}
+    return merge_patch(
+        api_client, target, kind, namespace=namespace, name=name, body=body, subresource="status"
+    )
+
+
+def merge_patch(
+    api_client: ApiClient,
+    target: Resource | str,
+    kind: str | None = None,
+    *,
+    namespace: str | None,
+    name: str,
+    body: Obj,
+    subresource: str | None = None,
+) -> Obj:
+    """JSON merge-patch (RFC 7386) an object: lists in ``body`` replace the stored ones whole; a
+    ``metadata.resourceVersion`` in ``body`` makes the write conditional (``Conflict`` when stale)."""
+    resource = _target(target, kind)
     return request(
         api_client,
         "PATCH",
-        path_for(resource, namespace=namespace, name=name, subresource="status"),
+        path_for(resource, namespace=namespace, name=name, subresource=subresource),
         body=body,
         content_type=MERGE_PATCH,
     )

@@ -76,11 +76,14 @@ def test_an_order_created_again_under_its_name_gets_a_token_of_its_own_and_keeps
         platform.kubectl("delete", "inferenceservice", "again", "-n", ns)
         platform.create_order(ns, "again", hf(SMALL))
         uid = platform.order(ns, "again")["metadata"]["uid"]
-        secret = wait_for(
-            lambda: platform.get("secret", "again-auth", ns) or {},
-            lambda s: owner(s) == uid,
+        secret, _ = wait_for(
+            lambda: (
+                platform.get("secret", "again-auth", ns) or {},
+                platform.order(ns, "again").get("status"),
+            ),
+            lambda seen: owner(seen[0]) == uid,
             timeout=60,
-            message="the new order's own auth Secret in place of the previous order's",
+            message="the new order's own auth Secret in place of the previous order's (and the order's status)",
         )
         assert token_of(secret) != token_of(first)
     finally:

@@ -8,8 +8,8 @@ from typing import Any
 from controller.auth_token import AuthReading, read_auth
 
 
-def secret(owner_uid: str | None, token: str | None = "tok", uid: str = "s-1") -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": "chat-auth", "uid": uid}
+def secret(owner_uid: str | None, token: str | None = "tok", version: str = "41") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "chat-auth", "uid": "s-1", "resourceVersion": version}
     if owner_uid is not None:
         meta["ownerReferences"] = [
             {"apiVersion": "ai.deckhouse.io/v1alpha1", "kind": "InferenceService", "name": "chat",
@@ -29,8 +29,8 @@ def test_no_secret_is_no_token() -> None:
 
 
 def test_a_secret_of_a_previous_order_of_the_name_is_stale_and_its_token_is_not_used() -> None:
-    assert read_auth(secret("o-1", uid="s-9"), "o-2") == AuthReading(None, stale_uid="s-9")
+    assert read_auth(secret("o-1", version="77"), "o-2") == AuthReading(None, stale_version="77")
 
 
 def test_a_secret_no_order_controls_is_stale() -> None:
-    assert read_auth(secret(None, uid="s-9"), "o-2") == AuthReading(None, stale_uid="s-9")
+    assert read_auth(secret(None, version="77"), "o-2") == AuthReading(None, stale_version="77")

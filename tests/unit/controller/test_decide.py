@@ -157,7 +157,7 @@ def test_a_planned_order_applies_its_workload_and_records_the_plan() -> None:
 
 
 def test_a_stale_auth_secret_of_a_previous_order_of_the_name_gets_a_token_minted_for_this_one() -> None:
-    s = snap(has_token=False, token=None, stale_auth_uid="s-9")
+    s = snap(has_token=False, token=None, stale_auth_version="77")
     intents, _ = decide_and_build(s, run_planner(s, plan_decision(s)))
     assert intents.mint_token
     own = snap()
