@@ -144,7 +144,8 @@ class Platform:
     mirror: RunningMirror
     runtime: RunningRuntime
     controller: ControllerProcess
-    ca_file: pathlib.Path
+    ca_file: pathlib.Path  # the platform CA the probe trusts (module setting platformCAFile)
+    ca_key_pem: bytes  # its key: tests issue endpoint certificates with it, as cert-manager's CA issuer does
     cluster_objects: list[tuple[str, str]] = field(default_factory=list)
 
     # -- objects ---------------------------------------------------------------------------
@@ -313,7 +314,7 @@ def platform(
     env["LOG_LEVEL"] = "INFO"
     controller = ControllerProcess(cluster=cluster, env=env, log_dir=tmp, kubeconfig=sa_kubeconfig)
     controller.start()
-    p = Platform(cluster, kubectl, api, mirror, runtime, controller, ca_file)
+    p = Platform(cluster, kubectl, api, mirror, runtime, controller, ca_file, ca_key)
     try:
         yield p
     finally:
