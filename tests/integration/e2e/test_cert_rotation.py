@@ -221,11 +221,14 @@ def test_a_renewal_by_cert_manager_is_served_to_the_probe_while_ready_holds_and_
         base64.b64decode((platform.get("secret", f"{name}-tls", ns) or {})["data"]["tls.crt"])
     )
     leaf.verify_directly_issued_by(x509.load_pem_x509_certificate(platform.ca_file.read_bytes()))
+    sans = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert host in sans.get_values_for_type(x509.DNSName)
     wait_probe_served(platform, host, first.serial)
 
     ready_before = platform.condition(platform.order(ns, name), "Ready")
     assert ready_before["status"] == "True", ready_before
     before = workload(platform, ns, name)
+    assert before.pods, "no runtime pod to watch"
     mark = len(platform.runtime.handshakes())
     with ReadySampler(platform.api, ns, name) as sampler:
         renew(platform.kubectl, ns, f"{name}-tls")
@@ -246,7 +249,7 @@ def test_a_renewal_by_cert_manager_is_served_to_the_probe_while_ready_holds_and_
     assert handshakes and all(h["ok"] for h in handshakes), handshakes
     assert {h["serial"] for h in handshakes} <= {first.serial, second.serial}
     assert handshakes[-1]["serial"] == second.serial
-    assert sampler.errors == [] and len(sampler.samples) >= 10, (sampler.errors, len(sampler.samples))
+    assert sampler.errors == [] and len(sampler.samples) >= 5, (sampler.errors, len(sampler.samples))
     unsteady = [
         s
         for s in sampler.samples
