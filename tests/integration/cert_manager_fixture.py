@@ -67,18 +67,27 @@ def running_cert_manager(
                 bg.process.wait(timeout=30)
 
 
-def renew(kubectl: Kubectl, namespace: str, name: str) -> None:
-    """``cmctl renew``: the Certificate's Issuing condition set True (reason ManuallyTriggered)."""
-    crt = json.loads(kubectl("get", "certificate", name, "-n", namespace, "-o", "json").stdout)
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    issuing = {
-        "type": "Issuing",
-        "status": "True",
-        "reason": "ManuallyTriggered",
-        "message": "Certificate re-issuance manually triggered",
-        "lastTransitionTime": now,
-        "observedGeneration": crt["metadata"]["generation"],
-    }
-    status = crt.setdefault("status", {})
-    status["conditions"] = [c for c in status.get("conditions") or [] if c["type"] != "Issuing"] + [issuing]
-    kubectl("replace", "--subresource=status", "-f", "-", input=json.dumps(crt))
+def renew(kubectl: Kubectl, namespace: str, name: str, *, attempts: int = 5) -> None:
+    """``cmctl renew``: the Certificate's Issuing condition set True (reason ManuallyTriggered), by an
+    update of its status; on a conflict (cert-manager wrote meanwhile) it re-reads and retries."""
+    for _ in range(attempts):
+        crt = json.loads(kubectl("get", "certificate", name, "-n", namespace, "-o", "json").stdout)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        issuing = {
+            "type": "Issuing",
+            "status": "True",
+            "reason": "ManuallyTriggered",
+            "message": "Certificate re-issuance manually triggered",
+            "lastTransitionTime": now,
+            "observedGeneration": crt["metadata"]["generation"],
+        }
+        status = crt.setdefault("status", {})
+        status["conditions"] = [c for c in status.get("conditions") or [] if c["type"] != "Issuing"] + [
+            issuing
+        ]
+        res = kubectl("replace", "--subresource=status", "-f", "-", input=json.dumps(crt), check=False)
+        if res.returncode == 0:
+            return
+        if "the object has been modified" not in res.stderr:
+            raise AssertionError(f"kubectl replace --subresource=status failed: {res.stderr.strip()}")
+    raise AssertionError(f"Certificate {namespace}/{name}: status update conflicted {attempts} times")
