@@ -26,9 +26,9 @@ DEFAULT_NAME = "runtime-standin.local"
 """The name on the certificate offered to clients that send no SNI."""
 
 
-def make_ca(common_name: str = "runtime stand-in test CA") -> tuple[bytes, bytes]:
-    """A self-signed CA: (certificate PEM, private key PEM)."""
-    cert, key = new_ca(common_name, now=dt.datetime.now(dt.UTC), days=30)
+def make_ca(common_name: str = "runtime stand-in test CA", *, days: int = 30) -> tuple[bytes, bytes]:
+    """A self-signed CA valid for ``days``: (certificate PEM, private key PEM)."""
+    cert, key = new_ca(common_name, now=dt.datetime.now(dt.UTC), days=days)
     return cert_pem(cert), key_pem(key)
 
 

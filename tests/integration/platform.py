@@ -284,7 +284,9 @@ def platform(
         name="inference-controller",
         out=tmp / "controller.kubeconfig",
     )
-    ca_pem, ca_key = make_ca("inference platform CA (e2e)")
+    # It outlives the endpoint certificates (90 days by default), as the real platform CA (10 years)
+    # does: cert-manager's CA issuer cuts a certificate short at its CA's expiry.
+    ca_pem, ca_key = make_ca("inference platform CA (e2e)", days=3650)
     ca_file = tmp / "platform-ca.crt"
     ca_file.write_bytes(ca_pem)
     mirror = start_mirror(tokens=(HF_TOKEN,))

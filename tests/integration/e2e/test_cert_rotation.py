@@ -8,7 +8,9 @@ verifies each against the platform CA (module setting ``platformCAFile``).
   order's Certificate from a CA ClusterIssuer backed by the platform CA, and renews it the way
   ``cmctl renew`` does. Ready stays True throughout (sampled on a thread, and its
   ``lastTransitionTime`` never moves), the probe is served the new serial, and the workload is not
-  touched: same pod, no restart, the Deployment's generation and template unchanged.
+  touched: same pod, no restart, the Deployment's generation and template unchanged. Both
+  certificates carry the rendered Certificate's ``duration`` and ``renewBefore`` (the module
+  settings' defaults: 90 days, renewed when 30 are left), as cert-manager reports them.
 - The negative control writes the Secret by hand (cert-manager is not running then, so nothing
   re-issues behind the test's back): a certificate from another CA fails the probe with a
   verification error, and a platform-signed one brings the order back.
@@ -17,6 +19,7 @@ verifies each against the platform CA (module setting ``platformCAFile``).
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import threading
 from collections.abc import Iterator
@@ -86,6 +89,8 @@ def endpoint_issuer(platform: Platform, tmp_path: Path) -> Iterator[None]:
 class Issued:
     serial: str
     public_key: bytes
+    not_after: dt.datetime
+    lifetime: dt.timedelta
 
 
 def issued(platform: Platform, ns: str, secret: str) -> Issued | None:
@@ -96,7 +101,30 @@ def issued(platform: Platform, ns: str, secret: str) -> Issued | None:
         return None
     cert = x509.load_pem_x509_certificate(base64.b64decode(raw))
     return Issued(
-        serial_hex(cert), cert.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+        serial_hex(cert),
+        cert.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo),
+        cert.not_valid_after_utc,
+        cert.not_valid_after_utc - cert.not_valid_before_utc,
+    )
+
+
+def renew_before(platform: Platform, ns: str, certificate: str, leaf: Issued) -> dt.timedelta | None:
+    """notAfter - renewalTime of the Certificate once its status describes ``leaf``; None before."""
+    status = (platform.get("certificate", certificate, ns) or {}).get("status") or {}
+    if not status.get("renewalTime") or not status.get("notAfter"):
+        return None
+    not_after = dt.datetime.fromisoformat(status["notAfter"])
+    if not_after != leaf.not_after:
+        return None
+    return not_after - dt.datetime.fromisoformat(status["renewalTime"])
+
+
+def wait_renew_before(platform: Platform, ns: str, certificate: str, leaf: Issued) -> dt.timedelta | None:
+    return wait_for(
+        lambda: renew_before(platform, ns, certificate, leaf),
+        lambda r: r is not None,
+        timeout=30,
+        message=f"Certificate {ns}/{certificate} status for serial {leaf.serial}",
     )
 
 
@@ -224,6 +252,10 @@ def test_a_renewal_by_cert_manager_is_served_to_the_probe_while_ready_holds_and_
     sans = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert host in sans.get_values_for_type(x509.DNSName)
     wait_probe_served(platform, host, first.serial)
+    # The Certificate's duration and renewBefore (module settings, 2160h and 720h by default) are
+    # honoured: 90 days, renewed when a third is left.
+    assert first.lifetime == dt.timedelta(hours=2160)
+    assert wait_renew_before(platform, ns, f"{name}-tls", first) == dt.timedelta(hours=720)
 
     ready_before = platform.condition(platform.order(ns, name), "Ready")
     assert ready_before["status"] == "True", ready_before
@@ -241,10 +273,12 @@ def test_a_renewal_by_cert_manager_is_served_to_the_probe_while_ready_holds_and_
         assert second is not None
         # Three probes on the renewed certificate: a failure around the switch would have shown.
         wait_probe_served(platform, host, second.serial, count=3)
+    renewed_renew_before = wait_renew_before(platform, ns, f"{name}-tls", second)
     after = workload(platform, ns, name)
     ready_after = platform.condition(platform.order(ns, name), "Ready")
 
     assert (second.serial != first.serial, second.public_key != first.public_key) == (True, True)
+    assert (second.lifetime, renewed_renew_before) == (dt.timedelta(hours=2160), dt.timedelta(hours=720))
     handshakes = [h for h in platform.runtime.handshakes()[mark:] if h["host"] == host]
     assert handshakes and all(h["ok"] for h in handshakes), handshakes
     assert {h["serial"] for h in handshakes} <= {first.serial, second.serial}
