@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from controller.cert_lifetime import lifetime_problem
 from shared.api.scheduling import Toleration
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
@@ -140,6 +141,11 @@ def parse_settings(data: Mapping[str, str] | None, env: Mapping[str, str]) -> Se
         )
     if settings.probe_failure_threshold < 1:
         raise SettingsError("module setting `probeFailureThreshold`: must be at least 1")
+    problem = lifetime_problem(
+        settings.endpoint_certificate_duration, settings.endpoint_certificate_renew_before
+    )
+    if problem is not None:
+        raise SettingsError(f"module setting {problem}")
     return settings
 
 

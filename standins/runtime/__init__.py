@@ -2,8 +2,10 @@
 
 Real GPU runtimes cannot run here. The controller's probe is pointed at this one address by the
 module setting ``probeAddressOverride`` and sends each order's endpoint host as SNI; the stand-in
-presents a certificate for that host signed by the platform CA, checks the order's token from its
-``<order>-auth`` Secret, and lists the order's model. Start it with ``python -m standins.runtime``
+presents the order's own certificate from its ``<order>-tls`` Secret (reloaded when the Secret
+changes, as vLLM's ``--enable-ssl-refresh`` does) or, while there is none, one it mints for that
+host from the platform CA; it checks the order's token from its ``<order>-auth`` Secret, and lists
+the order's model. Start it with ``python -m standins.runtime``
 or in-process with ``start_runtime()``. The routes are described in ``standins.runtime.server``.
 """
 
@@ -14,11 +16,12 @@ import threading
 import urllib.request
 from dataclasses import dataclass
 
-from standins.runtime.certs import CertMinter, make_ca
+from standins.runtime.certs import CertMinter, make_ca, make_server_pair
+from standins.runtime.endpoint_tls import SecretContexts
 from standins.runtime.orders import OrderDirectory, OrderKey
 from standins.runtime.server import ApiServer, ControlServer, RuntimeState
 
-__all__ = ["RunningRuntime", "make_ca", "start_runtime"]
+__all__ = ["RunningRuntime", "make_ca", "make_server_pair", "start_runtime"]
 
 
 @dataclass
@@ -46,6 +49,19 @@ class RunningRuntime:
         """Answer for an order without reading the cluster (a registration wins over the API)."""
         self.state.directory.register(OrderKey(namespace, name), token=token, model=model)
 
+    def requests(self) -> list[dict[str, object]]:
+        """The API requests served so far (``GET /_standin/requests``)."""
+        return self._list("requests")
+
+    def handshakes(self) -> list[dict[str, object]]:
+        """The TLS handshakes so far, refused ones included (``GET /_standin/handshakes``)."""
+        return self._list("handshakes")
+
+    def _list(self, what: str) -> list[dict[str, object]]:
+        with urllib.request.urlopen(f"{self.control_url}/_standin/{what}", timeout=10) as resp:
+            doc = json.loads(resp.read())
+        return list(doc[what])
+
     def _control(self, method: str, path: str, body: object) -> None:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.control_url + path, data=data, method=method)
@@ -61,6 +77,7 @@ class RunningRuntime:
             thread.join(timeout=5)
         self.state.directory.close()
         self.state.minter.close()
+        self.state.secret_certs.close()
 
     def __enter__(self) -> RunningRuntime:
         return self
@@ -83,6 +100,7 @@ def start_runtime(
     state = RuntimeState(
         directory=OrderDirectory(kubeconfig=kubeconfig, ttl=cache_seconds),
         minter=CertMinter(ca_cert_pem=ca_cert_pem, ca_key_pem=ca_key_pem),
+        secret_certs=SecretContexts(),
     )
     api = ApiServer((host, port), state)
     control = ControlServer((host, control_port), state)

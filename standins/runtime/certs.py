@@ -2,7 +2,8 @@
 
 The controller's probe verifies the endpoint against the platform CA for the endpoint's own host
 name, so the stand-in presents, for each name a client asks for, a certificate for exactly that
-name. ``make_ca`` creates a throwaway CA for tests and demos.
+name. ``make_ca`` creates a throwaway CA for tests and demos. When the order's ``<order>-tls``
+Secret exists, the stand-in serves that instead (``standins.runtime.endpoint_tls``).
 """
 
 from __future__ import annotations
@@ -19,15 +20,46 @@ from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, r
 from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
 
 from devtools.pki import cert_pem, key_pem, new_ca, new_leaf
+from standins.runtime.endpoint_tls import ServedCert, serial_hex
 
 DEFAULT_NAME = "runtime-standin.local"
 """The name on the certificate offered to clients that send no SNI."""
 
 
-def make_ca(common_name: str = "runtime stand-in test CA") -> tuple[bytes, bytes]:
-    """A self-signed CA: (certificate PEM, private key PEM)."""
-    cert, key = new_ca(common_name, now=dt.datetime.now(dt.UTC), days=30)
+def make_ca(common_name: str = "runtime stand-in test CA", *, days: int = 30) -> tuple[bytes, bytes]:
+    """A self-signed CA valid for ``days``: (certificate PEM, private key PEM)."""
+    cert, key = new_ca(common_name, now=dt.datetime.now(dt.UTC), days=days)
     return cert_pem(cert), key_pem(key)
+
+
+def make_server_pair(ca_cert_pem: bytes, ca_key_pem: bytes, hosts: tuple[str, ...]) -> tuple[bytes, bytes]:
+    """A serving certificate for ``hosts`` signed by the CA, with a fresh key and serial: what
+    cert-manager's CA issuer writes into a ``kubernetes.io/tls`` Secret (certificate PEM, key PEM)."""
+    ca_cert = x509.load_pem_x509_certificate(ca_cert_pem)
+    cert, key = new_leaf(
+        ca_cert,
+        _issuer_key(ca_key_pem),
+        common_name=hosts[0],
+        hosts=hosts,
+        server=True,
+        now=dt.datetime.now(dt.UTC),
+        days=7,
+    )
+    return cert_pem(cert), key_pem(key)
+
+
+def _issuer_key(ca_key_pem: bytes) -> CertificateIssuerPrivateKeyTypes:
+    key = serialization.load_pem_private_key(ca_key_pem, password=None)
+    signers = (
+        ec.EllipticCurvePrivateKey,
+        rsa.RSAPrivateKey,
+        dsa.DSAPrivateKey,
+        ed25519.Ed25519PrivateKey,
+        ed448.Ed448PrivateKey,
+    )
+    if not isinstance(key, signers):
+        raise ValueError("the CA key cannot sign certificates")
+    return key
 
 
 class CertMinter:
@@ -37,20 +69,10 @@ class CertMinter:
         self, *, ca_cert_pem: bytes, ca_key_pem: bytes, validity: dt.timedelta = dt.timedelta(days=7)
     ):
         self._ca_cert = x509.load_pem_x509_certificate(ca_cert_pem)
-        key = serialization.load_pem_private_key(ca_key_pem, password=None)
-        signers = (
-            ec.EllipticCurvePrivateKey,
-            rsa.RSAPrivateKey,
-            dsa.DSAPrivateKey,
-            ed25519.Ed25519PrivateKey,
-            ed448.Ed448PrivateKey,
-        )
-        if not isinstance(key, signers):
-            raise ValueError("the CA key cannot sign certificates")
-        self._ca_key: CertificateIssuerPrivateKeyTypes = key
+        self._ca_key = _issuer_key(ca_key_pem)
         self._validity = validity
         self._lock = threading.Lock()
-        self._contexts: dict[str, ssl.SSLContext] = {}
+        self._contexts: dict[str, ServedCert] = {}
         self._dir = tempfile.TemporaryDirectory(prefix="runtime-standin-certs-")
 
     def close(self) -> None:
@@ -63,15 +85,19 @@ class CertMinter:
 
     def context_for(self, name: str) -> ssl.SSLContext:
         """The server context presenting a certificate for ``name`` (minted on first use)."""
+        return self.served_for(name).context
+
+    def served_for(self, name: str) -> ServedCert:
+        """``context_for`` with the minted certificate's serial."""
         name = name.lower().rstrip(".")
         with self._lock:
-            ctx = self._contexts.get(name)
-            if ctx is None:
-                ctx = self._mint(name)
-                self._contexts[name] = ctx
-            return ctx
+            served = self._contexts.get(name)
+            if served is None:
+                served = self._mint(name)
+                self._contexts[name] = served
+            return served
 
-    def _mint(self, name: str) -> ssl.SSLContext:
+    def _mint(self, name: str) -> ServedCert:
         cert, key = new_leaf(
             self._ca_cert,
             self._ca_key,
@@ -89,4 +115,4 @@ class CertMinter:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         ctx.load_cert_chain(cert_file, key_file)
-        return ctx
+        return ServedCert(ctx, serial_hex(cert), "minted")

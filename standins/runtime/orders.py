@@ -11,7 +11,9 @@ ClusterLocal endpoints; any other host (External) is matched against the orders'
   against the flags ``vllm serve`` of the image's version accepts (``standins.runtime.vllm_flags``);
   for a multi-node order, the args of the leader's ``runtime`` container in the LeaderWorkerSet
   ``<name>-group`` (the leader is the pod that runs ``vllm serve`` and that the Service selects).
-  A refused order answers 503 with vLLM's error, as a runtime that exits at start never serves.
+  A refused order answers 503 with vLLM's error, as a runtime that exits at start never serves;
+- the serving certificate: Secret ``<name>-tls`` (type ``kubernetes.io/tls``, what cert-manager
+  writes for the order's Certificate) when it exists (``standins.runtime.endpoint_tls``).
 
 Lookups are cached for ``ttl`` seconds. Orders can also be registered by hand through the control
 port (tests without a cluster); a registration wins over the API.
@@ -31,6 +33,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from standins.runtime.endpoint_tls import TlsPair, tls_pair
 from standins.runtime.vllm_flags import refusal
 
 GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
@@ -52,6 +55,7 @@ class OrderView:
     token: str | None  # None: no token required
     model: str | None  # None: unknown order
     refused: str | None = None  # why the runtime would not start (an unknown flag), else None
+    tls: TlsPair | None = None  # the <order>-tls Secret's pair; None: absent (the stand-in mints one)
 
 
 def order_key_for_host(host: str) -> OrderKey | None:
@@ -128,7 +132,7 @@ class OrderDirectory:
                     raise
                 order = None
         model = (((order or {}).get("spec") or {}).get("model") or {}).get("ref", {}).get("name")
-        return OrderView(key, self._token(key), model, self._refused(key))
+        return OrderView(key, self._token(key), model, self._refused(key), self._tls(key))
 
     def _refused(self, key: OrderKey) -> str | None:
         """vLLM's refusal of the order's runtime args; None without a Deployment or runtime container."""
@@ -160,6 +164,16 @@ class OrderDirectory:
             if c.get("name") == "runtime":
                 return refusal(c.get("image") or "", list(c.get("args") or []))
         return None
+
+    def _tls(self, key: OrderKey) -> TlsPair | None:
+        core: Any = k8s.CoreV1Api(self._api)
+        try:
+            secret = core.read_namespaced_secret(f"{key.name}-tls", key.namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        return tls_pair(secret.type, secret.data)
 
     def _token(self, key: OrderKey) -> str | None:
         core: Any = k8s.CoreV1Api(self._api)

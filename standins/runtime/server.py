@@ -8,14 +8,20 @@ TLS connection was set up for, else 421 Misdirected Request):
 - ``Authorization: Bearer <token>`` is required when the order has a token (401 otherwise);
 - 404 when no order is known for the host; a fault set for the order answers its status;
 - 503 with vLLM's own error when the order's Deployment passes a flag ``vllm serve`` of the image's
-  version does not accept (``standins.runtime.vllm_flags``): that runtime would exit at start.
+  version does not accept (``standins.runtime.vllm_flags``): that runtime would exit at start;
+- the certificate for an SNI name is the order's ``<order>-tls`` Secret when it holds one, re-read
+  for each new connection (through the directory's cache), as vLLM's ``--enable-ssl-refresh``
+  reloads the mounted files; else one the stand-in mints (``standins.runtime.endpoint_tls``).
 
 Control (plain HTTP, loopback):
 
 - ``PUT /_standin/faults/{namespace}/{name}`` ``{"status": 503}`` / ``DELETE`` the same path;
 - ``PUT /_standin/orders/{namespace}/{name}`` ``{"model": "...", "token": "..."|null}`` registers an
   order by hand (no cluster needed) / ``DELETE`` forgets it;
-- ``GET /_standin/requests`` lists the API requests served (host, path, status).
+- ``GET /_standin/requests`` lists the API requests served (host, path, status, and the ``serial``
+  and ``source`` of the certificate the connection was set up with);
+- ``GET /_standin/handshakes`` lists the TLS handshakes (SNI ``host``, ``serial``, ``source``, ``ok``,
+  and the ``error`` of a refused one, e.g. a client that does not trust the certificate).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
 from standins.runtime.certs import DEFAULT_NAME, CertMinter
+from standins.runtime.endpoint_tls import SecretContexts, ServedCert
 from standins.runtime.orders import OrderDirectory, OrderKey, order_key_for_host
 
 _CONTROL = re.compile(r"^/_standin/(faults|orders)/([a-z0-9-]+)/([a-z0-9.-]+)$")
@@ -44,9 +51,20 @@ class RuntimeState:
 
     directory: OrderDirectory
     minter: CertMinter
+    secret_certs: SecretContexts
     faults: dict[OrderKey, int] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    handshakes: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def certificate_for(self, name: str) -> ServedCert:
+        """The order's ``<order>-tls`` pair when it has a loadable one, else a minted certificate."""
+        try:
+            view = self.directory.lookup(name)
+        except Exception:  # an API error must not fail the handshake: mint instead
+            view = None
+        served = self.secret_certs.served_for(view.tls) if view is not None and view.tls else None
+        return served or self.minter.served_for(name)
 
 
 class ApiServer(ThreadingHTTPServer):
@@ -58,13 +76,16 @@ class ApiServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], state: RuntimeState) -> None:
         super().__init__(address, ApiHandler)
         self.state = state
-        self.tls = state.minter.context_for(DEFAULT_NAME)
+        self.default = state.minter.served_for(DEFAULT_NAME)
+        self.tls = self.default.context
         self.tls.sni_callback = self._on_sni
 
     def _on_sni(self, sock: ssl.SSLObject | ssl.SSLSocket, name: str | None, _ctx: ssl.SSLContext) -> None:
         if name:
-            sock.context = self.state.minter.context_for(name)
+            served = self.state.certificate_for(name)
+            sock.context = served.context
             sock.sni_name = name  # type: ignore[union-attr]
+            sock.served = served  # type: ignore[union-attr]
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away mid-answer (a probe cut short by a killed controller) is not an
@@ -76,9 +97,16 @@ class ApiServer(ThreadingHTTPServer):
     def finish_request(self, request: Any, client_address: Any) -> None:
         try:
             request.settimeout(30)
-            tls = self.tls.wrap_socket(request, server_side=True)
-        except (ssl.SSLError, OSError):
-            return  # the client refused our certificate, or went away
+            tls = self.tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+        except OSError:
+            return  # the client went away
+        try:
+            tls.do_handshake()
+        except (ssl.SSLError, OSError) as e:
+            self._record_handshake(tls, error=e)  # the client refused our certificate, or went away
+            tls.close()
+            return
+        self._record_handshake(tls, error=None)
         try:
             handler: Any = self.RequestHandlerClass
             handler(tls, client_address, self)
@@ -86,6 +114,18 @@ class ApiServer(ThreadingHTTPServer):
             with contextlib.suppress(OSError):
                 tls.shutdown(socket.SHUT_RDWR)
             tls.close()
+
+    def _record_handshake(self, tls: ssl.SSLSocket, *, error: BaseException | None) -> None:
+        served: ServedCert = getattr(tls, "served", self.default)
+        entry = {
+            "host": getattr(tls, "sni_name", None),
+            "serial": served.serial,
+            "source": served.source,
+            "ok": error is None,
+            "error": None if error is None else f"{type(error).__name__}: {error}",
+        }
+        with self.state.lock:
+            self.state.handshakes.append(entry)
 
 
 class ApiHandler(BaseHTTPRequestHandler):
@@ -113,8 +153,17 @@ class ApiHandler(BaseHTTPRequestHandler):
             status = self._json(421, {"error": {"message": message, "type": "misdirected_request"}})
         else:
             status = self._answer(method, host, body)
+        served: ServedCert = getattr(self.connection, "served", self.server.default)
+        entry = {
+            "method": method,
+            "host": host,
+            "path": self.path,
+            "status": status,
+            "serial": served.serial,
+            "source": served.source,
+        }
         with state.lock:
-            state.requests.append({"method": method, "host": host, "path": self.path, "status": status})
+            state.requests.append(entry)
 
     def _answer(self, method: str, host: str, body: dict[str, Any]) -> int:
         state = self.server.state
@@ -199,6 +248,9 @@ class ControlHandler(BaseHTTPRequestHandler):
         if self.path == "/_standin/requests":
             with state.lock:
                 self._json(200, {"requests": list(state.requests)})
+        elif self.path == "/_standin/handshakes":
+            with state.lock:
+                self._json(200, {"handshakes": list(state.handshakes)})
         else:
             self._json(404, {"error": "unknown control route"})
 

@@ -144,7 +144,8 @@ class Platform:
     mirror: RunningMirror
     runtime: RunningRuntime
     controller: ControllerProcess
-    ca_file: pathlib.Path
+    ca_file: pathlib.Path  # the platform CA the probe trusts (module setting platformCAFile)
+    ca_key_pem: bytes  # its key: tests issue endpoint certificates with it, as cert-manager's CA issuer does
     cluster_objects: list[tuple[str, str]] = field(default_factory=list)
 
     # -- objects ---------------------------------------------------------------------------
@@ -283,7 +284,9 @@ def platform(
         name="inference-controller",
         out=tmp / "controller.kubeconfig",
     )
-    ca_pem, ca_key = make_ca("inference platform CA (e2e)")
+    # It outlives the endpoint certificates (90 days by default), as the real platform CA (10 years)
+    # does: cert-manager's CA issuer cuts a certificate short at its CA's expiry.
+    ca_pem, ca_key = make_ca("inference platform CA (e2e)", days=3650)
     ca_file = tmp / "platform-ca.crt"
     ca_file.write_bytes(ca_pem)
     mirror = start_mirror(tokens=(HF_TOKEN,))
@@ -313,7 +316,7 @@ def platform(
     env["LOG_LEVEL"] = "INFO"
     controller = ControllerProcess(cluster=cluster, env=env, log_dir=tmp, kubeconfig=sa_kubeconfig)
     controller.start()
-    p = Platform(cluster, kubectl, api, mirror, runtime, controller, ca_file)
+    p = Platform(cluster, kubectl, api, mirror, runtime, controller, ca_file, ca_key)
     try:
         yield p
     finally:

@@ -26,8 +26,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from hack import procs
-from hack.cert_manager import build_binaries, crds_dir
+from tests.integration.cert_manager_fixture import running_cert_manager
 from tests.integration.conftest import Cluster, Kubectl, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -41,36 +40,8 @@ def cert_manager(
     cluster: Cluster, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
     """cert-manager's CRDs installed, its controller and cainjector running for the module's tests."""
-    bin_dir = build_binaries()
-    kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager=test-cert-manager",
-        "-f",
-        str(crds_dir()),
-    )
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io",
-            "crd/certificaterequests.cert-manager.io", "crd/issuers.cert-manager.io",
-            "crd/clusterissuers.cert-manager.io")  # fmt: skip
-    for ns in ("cert-manager", "d8-inference"):
-        kubectl("create", "namespace", ns, check=False)
-    state = tmp_path_factory.mktemp("cert-manager")
-    started = [
-        procs.start(
-            name, [str(bin_dir / name), f"--kubeconfig={cluster.kubeconfig}", *extra], state=state, cwd=state
-        )
-        for name, extra in (("controller", ["--cluster-resource-namespace=cert-manager"]), ("cainjector", []))
-    ]
-    try:
-        for bg in started:
-            procs.wait_for_line(bg, r"\(local\) running", timeout=120)
+    with running_cert_manager(cluster, kubectl, tmp_path_factory.mktemp("cert-manager")):
         yield
-    finally:
-        for bg in started:
-            procs.stop(bg.name, state=state)
-            if bg.process is not None:
-                bg.process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

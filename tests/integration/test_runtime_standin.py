@@ -1,7 +1,8 @@
 """The runtime stand-in reads orders and their tokens from the real API server.
 
-For the SNI name ``<name>.<namespace>.svc`` it reads the InferenceService (its served model name)
-and the Secret ``<name>-auth`` (the token to require); an External host is matched against the
+For the SNI name ``<name>.<namespace>.svc`` it reads the InferenceService (its served model name),
+the Secret ``<name>-auth`` (the token to require) and the Secret ``<name>-tls`` (the certificate to
+serve, followed through a rotation); an External host is matched against the
 orders' ``status.endpoint.url``. The probe used is the controller's own.
 """
 
@@ -18,7 +19,8 @@ import pytest
 from kubernetes import client as k8s
 
 from controller.probe import Prober
-from standins.runtime import RunningRuntime, make_ca, start_runtime
+from standins.runtime import RunningRuntime, make_ca, make_server_pair, start_runtime
+from standins.runtime.endpoint_tls import leaf_serial
 from tests.integration.conftest import Cluster
 
 pytestmark = pytest.mark.cluster
@@ -168,3 +170,58 @@ def test_an_order_whose_runtime_args_are_the_launch_plans_answers(
     create_runtime_deployment(api, namespace, "good", vllm_args(launch))
     ok = prober.probe(f"https://good.{namespace}.svc", None)
     assert ok.ok, ok.detail
+
+
+def put_tls_secret(api: k8s.ApiClient, namespace: str, order: str, cert: bytes, key: bytes) -> None:
+    """Create or replace ``<order>-tls`` as cert-manager writes it (type kubernetes.io/tls)."""
+    core: Any = k8s.CoreV1Api(api)
+    secret = k8s.V1Secret(
+        metadata=k8s.V1ObjectMeta(name=f"{order}-tls", namespace=namespace),
+        type="kubernetes.io/tls",
+        data={"tls.crt": base64.b64encode(cert).decode(), "tls.key": base64.b64encode(key).decode()},
+    )
+    try:
+        core.replace_namespaced_secret(f"{order}-tls", namespace, secret)
+    except k8s.ApiException as e:
+        if e.status != 404:
+            raise
+        core.create_namespaced_secret(namespace, secret)
+
+
+def last_handshake(runtime: RunningRuntime, host: str) -> dict[str, Any]:
+    return [h for h in runtime.handshakes() if h["host"] == host][-1]
+
+
+@pytest.mark.usefixtures("crds")
+def test_the_orders_tls_secret_is_served_and_its_rotation_reaches_new_connections(
+    api: k8s.ApiClient, namespace: str, runtime: RunningRuntime, ca: tuple[Path, bytes, bytes], prober: Prober
+) -> None:
+    create_order(api, namespace, "tls", "Qwen/Qwen2.5-0.5B-Instruct")
+    host = f"tls.{namespace}.svc"
+    url = f"https://{host}"
+    assert prober.probe(url, None).ok
+    assert last_handshake(runtime, host)["source"] == "minted"
+    served = []
+    for _ in range(2):  # issued, then renewed: a new key and serial in the same Secret
+        cert, key = make_server_pair(ca[1], ca[2], (host,))
+        put_tls_secret(api, namespace, "tls", cert, key)
+        ok = prober.probe(url, None)
+        assert ok.ok, ok.detail
+        seen = last_handshake(runtime, host)
+        assert (seen["source"], seen["serial"], seen["ok"]) == ("secret", leaf_serial(cert), True)
+        served.append(seen["serial"])
+    assert served[0] != served[1]
+    assert [r["serial"] for r in runtime.requests() if r["host"] == host][-1] == served[1]
+
+    rogue_ca = make_ca("not the platform CA")
+    rogue, rogue_key = make_server_pair(*rogue_ca, (host,))
+    put_tls_secret(api, namespace, "tls", rogue, rogue_key)
+    refused = prober.probe(url, None)
+    assert not refused.ok
+    assert "CERTIFICATE_VERIFY_FAILED" in refused.detail, refused.detail
+    seen = last_handshake(runtime, host)
+    assert (seen["source"], seen["serial"], seen["ok"]) == ("secret", leaf_serial(rogue), False)
+
+    k8s.CoreV1Api(api).delete_namespaced_secret("tls-tls", namespace)
+    assert prober.probe(url, None).ok
+    assert last_handshake(runtime, host)["source"] == "minted"

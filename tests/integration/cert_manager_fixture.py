@@ -1,0 +1,93 @@
+"""cert-manager on the real local control plane, for tests that need certificates issued for real.
+
+``running_cert_manager`` installs cert-manager's CRDs and runs its controller (and, when asked, the
+cainjector), built from the cert-manager Go module by hack/cert_manager.py (cached), as local
+processes until the ``with`` block ends. ``renew`` triggers a re-issuance the way ``cmctl renew``
+does (cert-manager/cmctl pkg/renew): it sets the Certificate's ``Issuing`` condition to True with
+reason ``ManuallyTriggered`` through the status subresource, and cert-manager issues anew (a new
+private key with ``rotationPolicy: Always``).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from hack import procs
+from hack.cert_manager import build_binaries, crds_dir
+from tests.integration.conftest import Cluster, Kubectl
+
+CRDS = ("certificates", "certificaterequests", "issuers", "clusterissuers")
+
+
+@contextmanager
+def running_cert_manager(
+    cluster: Cluster,
+    kubectl: Kubectl,
+    state: pathlib.Path,
+    *,
+    binaries: tuple[str, ...] = ("controller", "cainjector"),
+    field_manager: str = "test-cert-manager",
+) -> Iterator[None]:
+    bin_dir = build_binaries()
+    kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        f"--field-manager={field_manager}",
+        "-f",
+        str(crds_dir()),
+    )
+    kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{c}.cert-manager.io" for c in CRDS)
+    )
+    for ns in ("cert-manager", "d8-inference"):
+        kubectl("create", "namespace", ns, check=False)
+    extra = {"controller": ["--cluster-resource-namespace=cert-manager"]}
+    started = [
+        procs.start(
+            name,
+            [str(bin_dir / name), f"--kubeconfig={cluster.kubeconfig}", *extra.get(name, [])],
+            state=state,
+            cwd=state,
+        )
+        for name in binaries
+    ]
+    try:
+        for bg in started:
+            procs.wait_for_line(bg, r"\(local\) running", timeout=120)
+        yield
+    finally:
+        for bg in started:
+            procs.stop(bg.name, state=state)
+            if bg.process is not None:
+                bg.process.wait(timeout=30)
+
+
+def renew(kubectl: Kubectl, namespace: str, name: str, *, attempts: int = 5) -> None:
+    """``cmctl renew``: the Certificate's Issuing condition set True (reason ManuallyTriggered), by an
+    update of its status; on a conflict (cert-manager wrote meanwhile) it re-reads and retries."""
+    for _ in range(attempts):
+        crt = json.loads(kubectl("get", "certificate", name, "-n", namespace, "-o", "json").stdout)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        issuing = {
+            "type": "Issuing",
+            "status": "True",
+            "reason": "ManuallyTriggered",
+            "message": "Certificate re-issuance manually triggered",
+            "lastTransitionTime": now,
+            "observedGeneration": crt["metadata"]["generation"],
+        }
+        status = crt.setdefault("status", {})
+        status["conditions"] = [c for c in status.get("conditions") or [] if c["type"] != "Issuing"] + [
+            issuing
+        ]
+        res = kubectl("replace", "--subresource=status", "-f", "-", input=json.dumps(crt), check=False)
+        if res.returncode == 0:
+            return
+        if "the object has been modified" not in res.stderr:
+            raise AssertionError(f"kubectl replace --subresource=status failed: {res.stderr.strip()}")
+    raise AssertionError(f"Certificate {namespace}/{name}: status update conflicted {attempts} times")
