@@ -37,6 +37,9 @@ class Settings(BaseModel):
     # endpoint's name as SNI and verifying the certificate for it. For a runtime stand-in or a
     # port-forward; empty in production.
     probe_address_override: str = ""
+    # The controller scrapes the model fetcher's download progress at this host:port instead of the
+    # pod's IP and port 9090 (controller.progress_book). For a local plane; empty in production.
+    model_fetcher_metrics_address_override: str = ""
     # PEM bundle the probe verifies endpoint certificates against (the platform CA).
     platform_ca_file: str = ""
     external_domain_template: str = "{name}.{namespace}.inference.example.com"
@@ -74,6 +77,7 @@ _KEYS: dict[str, str] = {
     "probeFailureThreshold": "probe_failure_threshold",
     "probeTimeoutSeconds": "probe_timeout_seconds",
     "probeAddressOverride": "probe_address_override",
+    "modelFetcherMetricsAddressOverride": "model_fetcher_metrics_address_override",
     "platformCAFile": "platform_ca_file",
     "externalDomainTemplate": "external_domain_template",
     "ingressClassName": "ingress_class_name",
