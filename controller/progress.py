@@ -7,8 +7,8 @@ done; the record keeps the samples of the last ``RATE_WINDOW`` seconds, and the 
 the time left. ``progress_message`` turns them into the WorkloadReady message, for example
 ``Pod x-7d9f-abc is downloading the model: 3.1 GiB of 15.2 GiB (20%), about 4 min left.``
 
-A record speaks only for the pod it was taken from and only while its last sample is fresh
-(``STALE_AFTER``; a scrape that fails adds none):
+A record speaks only for the pod it was taken from, only while its last scrape answered and only
+while that answer is fresh (``STALE_AFTER``):
 when the fetcher is done or the pod is gone, the message is judged from what is observed now.
 """
 
@@ -156,8 +156,14 @@ def progress_message(pod: str, done: int, total: int | None, per_second: float |
 
 
 def message_for(record: FetchProgress, pod: FetchingPod, now: float) -> str | None:
-    """The progress message from the record, when it is of this pod and fresh; else None."""
-    if record.pod != pod.name or not record.samples or now - record.samples[-1].at > STALE_AFTER:
+    """The progress message from the record, when it is of this pod, its last scrape answered and
+    that answer is fresh; else None."""
+    if (
+        record.pod != pod.name
+        or record.error
+        or not record.samples
+        or now - record.samples[-1].at > STALE_AFTER
+    ):
         return None
     assert record.done is not None
     return progress_message(pod.name, record.done, record.total, rate(record.samples))

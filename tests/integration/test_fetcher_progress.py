@@ -1,17 +1,13 @@
 """The real model fetcher, as rendered, downloads from the Hub mirror while the controller's progress
 book scrapes it: bytes done rise, never pass the total, and end as exactly the selected files.
 
-The init container's command, arguments and environment come from ``render.workload``; only what
-differs on this machine is replaced (``python3`` by this interpreter, ``/models/model`` by a
-temporary directory, the port by a free one on loopback, ``HF_ENDPOINT`` by the mirror). The
-mirror is throttled so the download takes a few seconds. No cluster is needed.
+The init container comes from ``render.workload`` and runs as a local process
+(``tests.integration.fetcher_run``). The mirror is throttled so the download takes a few seconds.
+No cluster is needed.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +21,7 @@ from controller.progress import FetchingPod, FetchProgress, message_for
 from controller.progress_book import ProgressBook
 from shared import names
 from standins.hub_mirror import RunningMirror, start_mirror
+from tests.integration.fetcher_run import files_under, start_fetcher
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import SETTINGS
 from tests.unit.planner.builders import inventory_of, plan, small_fleet
@@ -59,45 +56,20 @@ def rendered_fetcher(rid: str) -> dict[str, Any]:
     return dict(fetcher)
 
 
-def files_under(root: Path) -> dict[str, int]:
-    return {
-        str(p.relative_to(root)): p.stat().st_size
-        for p in root.rglob("*")
-        if p.is_file() and ".cache" not in p.relative_to(root).parts
-    }
-
-
 def test_the_fetcher_reports_its_download_as_it_goes(mirror: RunningMirror, tmp_path: Path) -> None:
     fetcher = rendered_fetcher(MINILM)
-    local_dir = tmp_path / "model"
-    command = [sys.executable if c == "python3" else c for c in fetcher["command"]]
-    args = [str(local_dir) if a == f"{names.MODEL_MOUNT_PATH}/model" else a for a in fetcher["args"]]
-    assert str(local_dir) in args
-    env = {e["name"]: e["value"] for e in fetcher["env"] if "value" in e}
-    env |= {
-        "HF_ENDPOINT": mirror.url,
-        "HOME": str(tmp_path),
-        "MODEL_FETCHER_METRICS_HOST": "127.0.0.1",
-        "MODEL_FETCHER_METRICS_PORT": "0",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    total = int(env["MODEL_FETCHER_BYTES_TOTAL"])
+    total = int({e["name"]: e.get("value") for e in fetcher["env"]}["MODEL_FETCHER_BYTES_TOTAL"])
     assert total == sum(s for s in FACTS[MINILM].files.values() if s is not None) > 80 * 2**20
+    local_dir = tmp_path / "model"
 
     scraped = threading.Event()
     book = ProgressBook(on_done=lambda key: scraped.set())
     key = ("support", "minilm")
+    pod = FetchingPod("fetcher-0", "127.0.0.1")
     seen: list[FetchProgress] = []
     started = time.monotonic()
-    proc = subprocess.Popen(
-        [*command, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc, address = start_fetcher(fetcher, local_dir=local_dir, home=tmp_path, hf_endpoint=mirror.url)
     try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert first.startswith("model-fetcher metrics on 127.0.0.1:"), first
-        address = first.split(" on ", 1)[1].strip()
-        pod = FetchingPod("fetcher-0", "127.0.0.1")
         while proc.poll() is None:
             scraped.clear()
             book.request(key, pod.name, address)
@@ -106,14 +78,14 @@ def test_the_fetcher_reports_its_download_as_it_goes(mirror: RunningMirror, tmp_
             if not record.error:
                 seen.append(record)
             time.sleep(0.5)
-        _, err = proc.communicate(timeout=30)
+        proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
         book.close()
     elapsed = time.monotonic() - started
-    assert proc.returncode == 0, err[-2000:]
+    assert proc.returncode == 0, (tmp_path / "model-fetcher.log").read_text()[-2000:]
 
     done = [r.done for r in seen if r.done is not None]
     assert len(done) >= 4, (elapsed, done)
@@ -122,7 +94,7 @@ def test_the_fetcher_reports_its_download_as_it_goes(mirror: RunningMirror, tmp_
     assert max(done) <= total
     # the controller's message from the book's record, while it was downloading
     mid = next(r for r in seen if r.done is not None and 0 < r.done < total and len(r.samples) >= 2)
-    text = message_for(mid, FetchingPod("fetcher-0", "127.0.0.1"), mid.samples[-1].at)
+    text = message_for(mid, pod, mid.samples[-1].at)
     assert text is not None and f"of {total / 2**20:.1f} MiB (" in text and text.endswith(" left."), text
 
     # finally: exactly the selected files, with their sizes, and they are the total

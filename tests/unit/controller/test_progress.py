@@ -143,9 +143,7 @@ def test_a_record_speaks_only_for_its_pod_and_while_its_last_sample_is_fresh() -
     assert progress.message_for(record, FetchingPod("p-2", "10.0.0.2"), NOW) is None
     assert progress.message_for(record, p, NOW - 5 + progress.STALE_AFTER + 1) is None
     failing = FetchProgress(pod="p-1", samples=record.samples, total=record.total, at=NOW, error="refused")
-    assert (
-        progress.message_for(failing, p, NOW + progress.STALE_AFTER) is None
-    )  # a failed scrape adds nothing
+    assert progress.message_for(failing, p, NOW) is None  # the last scrape failed: nothing known now
     assert progress.message_for(FetchProgress(pod="p-1", at=NOW), p, NOW) is None
 
 
