@@ -18,8 +18,10 @@ downloads, ``*.incomplete`` under ``<local-dir>/.cache/huggingface/download`` (h
 each file there and renames it into place when complete). Its own metadata and lock files there are
 not counted. A partial file a restarted fetcher resumes counts from where it stands.
 
-The wrapper exits with the command's exit code; SIGTERM and SIGINT are passed on to the command.
-The first stdout line is ``model-fetcher metrics on HOST:PORT`` (port 0 picks a free port).
+The wrapper exits with the command's exit code (128 + N when signal N ended it); SIGTERM and
+SIGINT are passed on to the command. The first stdout line is ``model-fetcher metrics on
+HOST:PORT`` (port 0 picks a free port). Progress is never worth a failed download: when the port
+cannot be bound, the line says so and the command runs without the metric.
 """
 
 import fnmatch
@@ -33,7 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 PARTIAL_DIR = os.path.join(".cache", "huggingface", "download")
 
 
-def _option(argv: list[str], name: str) -> list[str]:
+def option(argv: list[str], name: str) -> list[str]:
     """Every value of ``name VALUE`` (or ``name=VALUE``) in ``argv``."""
     out = []
     for i, arg in enumerate(argv):
@@ -106,14 +108,18 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python3 -c <fetcher program> COMMAND [ARGS...]", file=sys.stderr)
         return 2
-    local_dir = (_option(argv, "--local-dir") or ["."])[-1]
-    include = _option(argv, "--include")
+    local_dir = (option(argv, "--local-dir") or ["."])[-1]
+    include = option(argv, "--include")
     total = int(os.environ.get("MODEL_FETCHER_BYTES_TOTAL") or 0)
     host = os.environ.get("MODEL_FETCHER_METRICS_HOST", "")
     port = int(os.environ.get("MODEL_FETCHER_METRICS_PORT") or 9090)
-    server = serve(local_dir, include, total, host, port)
-    bound_host, bound_port = server.server_address[:2]
-    print(f"model-fetcher metrics on {bound_host!s}:{bound_port}", flush=True)
+    server = None
+    try:
+        server = serve(local_dir, include, total, host, port)
+        bound_host, bound_port = server.server_address[:2]
+        print(f"model-fetcher metrics on {bound_host!s}:{bound_port}", flush=True)
+    except OSError as e:
+        print(f"model-fetcher metrics off: cannot listen on {host}:{port}: {e}", flush=True)
     child = subprocess.Popen(argv)
 
     def forward(signum: int, _frame: object) -> None:
@@ -122,9 +128,10 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     code = child.wait()
-    server.shutdown()
-    server.server_close()
-    return code
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+    return 128 - code if code < 0 else code
 
 
 if __name__ == "__main__":

@@ -16,10 +16,10 @@ from typing import Any
 from shared import names
 
 
-def start_fetcher(
+def fetcher_command(
     container: dict[str, Any], *, local_dir: Path, home: Path, hf_endpoint: str, port: int = 0
-) -> tuple[subprocess.Popen[str], str]:
-    """Start the fetcher; returns the process and the host:port its metric answers on."""
+) -> tuple[list[str], dict[str, str]]:
+    """The fetcher's command line and environment on this machine."""
     assert container["name"] == names.FETCHER_CONTAINER
     command = [sys.executable if c == "python3" else c for c in container["command"]]
     args = [str(local_dir) if a == f"{names.MODEL_MOUNT_PATH}/model" else a for a in container["args"]]
@@ -32,9 +32,17 @@ def start_fetcher(
         "MODEL_FETCHER_METRICS_PORT": str(port),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
+    return [*command, *args], env
+
+
+def start_fetcher(
+    container: dict[str, Any], *, local_dir: Path, home: Path, hf_endpoint: str, port: int = 0
+) -> tuple[subprocess.Popen[str], str]:
+    """Start the fetcher; returns the process and the host:port its metric answers on."""
+    argv, env = fetcher_command(container, local_dir=local_dir, home=home, hf_endpoint=hf_endpoint, port=port)
     log = home / "model-fetcher.log"  # hf's progress bars: a pipe nobody reads would fill and block it
     with log.open("w") as err:
-        proc = subprocess.Popen([*command, *args], env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
     assert proc.stdout is not None
     first = proc.stdout.readline()
     if not first.startswith("model-fetcher metrics on 127.0.0.1:"):

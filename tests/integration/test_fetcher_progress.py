@@ -8,6 +8,9 @@ No cluster is needed.
 
 from __future__ import annotations
 
+import signal
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +24,7 @@ from controller.progress import FetchingPod, FetchProgress, message_for
 from controller.progress_book import ProgressBook
 from shared import names
 from standins.hub_mirror import RunningMirror, start_mirror
-from tests.integration.fetcher_run import files_under, start_fetcher
+from tests.integration.fetcher_run import fetcher_command, files_under, start_fetcher
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import SETTINGS
 from tests.unit.planner.builders import inventory_of, plan, small_fleet
@@ -102,3 +105,53 @@ def test_the_fetcher_reports_its_download_as_it_goes(mirror: RunningMirror, tmp_
     assert on_disk == dict(FACTS[MINILM].files)
     assert sum(on_disk.values()) == total
     assert set(REPOS[MINILM].files) > set(on_disk)  # the duplicates (onnx, bin, ...) stayed out
+
+
+def test_a_failed_download_fails_the_fetcher(mirror: RunningMirror, tmp_path: Path) -> None:
+    fetcher = rendered_fetcher(MINILM)
+    fetcher["args"] = [("no-such/repo" if a == MINILM else a) for a in fetcher["args"]]
+    argv, env = fetcher_command(fetcher, local_dir=tmp_path / "model", home=tmp_path, hf_endpoint=mirror.url)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith("model-fetcher metrics on 127.0.0.1:")
+    assert done.returncode != 0 and "no-such/repo" in done.stderr, done.stderr[-2000:]
+
+
+def test_a_taken_port_costs_the_metric_not_the_download(mirror: RunningMirror, tmp_path: Path) -> None:
+    mirror.state.throttle = None
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        argv, env = fetcher_command(
+            rendered_fetcher(MINILM),
+            local_dir=tmp_path / "model",
+            home=tmp_path,
+            hf_endpoint=mirror.url,
+            port=port,
+        )
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith(f"model-fetcher metrics off: cannot listen on 127.0.0.1:{port}"), (
+        done.stdout
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert files_under(tmp_path / "model") == dict(FACTS[MINILM].files)
+
+
+def test_sigterm_reaches_the_download_and_the_exit_code_says_so(
+    mirror: RunningMirror, tmp_path: Path
+) -> None:
+    """As when the pod is deleted: the wrapper is PID 1 of the container and gets the SIGTERM."""
+    proc, _ = start_fetcher(
+        rendered_fetcher(MINILM), local_dir=tmp_path / "model", home=tmp_path, hf_endpoint=mirror.url
+    )
+    try:
+        time.sleep(1.5)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert files_under(tmp_path / "model") != dict(FACTS[MINILM].files)  # it stopped before the end
