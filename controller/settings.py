@@ -61,7 +61,8 @@ class Settings(BaseModel):
     # Throughputs the startup probe and the progress deadline are sized with (controller/render/timing.py).
     model_load_mib_per_second: float = 200.0
     model_download_mib_per_second: float = 50.0
-    model_fetcher_image: str = ""  # defaults to the recipe's image, which ships the `hf` CLI
+    # Defaults to the recipe's image, which ships the `hf` CLI and python3 (the progress wrapper).
+    model_fetcher_image: str = ""
     claim_grace_seconds: float = 60.0
     scale_up_grace_seconds: float = 120.0
     resync_seconds: float = 300.0

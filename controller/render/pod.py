@@ -18,7 +18,7 @@ and scheduling. Pure.
   disk as a metric on ``FETCHER_METRICS_PORT`` while it runs (the controller scrapes it into the
   WorkloadReady message). The program travels in the command rather than in a ConfigMap: no
   further owned object, RBAC or mount, and a change of the program rolls the pods like any other
-  change of the pod template.
+  change of the pod template. (Its source is read once from the package, like a constant.)
 """
 
 from __future__ import annotations
