@@ -155,3 +155,27 @@ def test_sigterm_reaches_the_download_and_the_exit_code_says_so(
             proc.communicate()
     assert proc.returncode == 128 + signal.SIGTERM
     assert files_under(tmp_path / "model") != dict(FACTS[MINILM].files)  # it stopped before the end
+
+
+def test_a_scrape_nothing_answers_records_an_error_and_a_new_pod_starts_a_new_record() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{s.getsockname()[1]}"  # bound, never listening: connections are refused
+        scraped = threading.Event()
+        book = ProgressBook(on_done=lambda key: scraped.set())
+        key = ("support", "gone")
+        try:
+            book.request(key, "p-1", closed)
+            assert scraped.wait(10)
+            record = book.state(key)
+            assert (record.pod, record.samples, record.in_flight) == ("p-1", (), False)
+            assert record.error.startswith("GET /metrics failed: ConnectError"), record.error
+            assert message_for(record, FetchingPod("p-1", "127.0.0.1"), record.at) is None
+            scraped.clear()
+            book.request(key, "p-2", closed)
+            assert scraped.wait(10)
+            assert book.state(key).pod == "p-2"
+            book.forget(key)
+            assert book.state(key) == FetchProgress()
+        finally:
+            book.close()
