@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller import drift, planning, readings, render, resolve
-from controller.intents import Delete, Intents, ProbeRequest
+from controller import drift, planning, progress, readings, render, resolve
+from controller.intents import Delete, Intents, ProbeRequest, ScrapeRequest
 from controller.kinds import PRUNED
 from controller.planner import LaunchPlan
 from controller.snapshot import Planning, Snapshot
@@ -46,6 +46,7 @@ class _Draft:
     advisory: set[str] = field(default_factory=set)
     requeue: float | None = None
     probe: ProbeRequest | None = None
+    scrape: ScrapeRequest | None = None
     mint_token: bool = False
     plan: LaunchPlan | None = None
     waiting: bool = False
@@ -63,6 +64,7 @@ class _Draft:
             advisory=frozenset(self.advisory),
             requeue=self.requeue,
             probe=self.probe,
+            scrape=self.scrape,
             mint_token=self.mint_token,
             plan=self.plan,
             waiting=self.waiting,
@@ -165,6 +167,8 @@ def _serve_through(s: Snapshot, d: _Draft, failed: str, v: Verdict) -> None:
 
 def _judge_workload(s: Snapshot, d: _Draft, url: str, token: str | None) -> None:
     v = readings.workload_verdict(s.deployment, list(s.pods))
+    if not v.ok and v.reason == r.PROGRESSING:
+        v = _download_progress(s, d, v)
     d.verdicts[r.WORKLOAD_READY] = v
     if not v.ok:
         since = planning.stuck_since(s)
@@ -177,6 +181,25 @@ def _judge_workload(s: Snapshot, d: _Draft, url: str, token: str | None) -> None
     d.verdicts[r.SCALING_HEALTHY] = sv
     if again is not None:
         d.again(again)
+
+
+def _download_progress(s: Snapshot, d: _Draft, v: Verdict) -> Verdict:
+    """While a pod's fetcher runs: ask for a scrape when one is due, and say how far the download
+    is when the progress book has a fresh record of that pod (``controller.progress``)."""
+    pod = progress.fetching_pod(s.pods)
+    if pod is None:
+        return v
+    record = s.fetch_progress
+    due = progress.scrape_due(record, pod, s.now)
+    d.scrape = ScrapeRequest(pod=pod.name, address=pod.address(), due=due)
+    # a scrape's answer reconciles the order; the next one is due a period after the last
+    d.again(
+        progress.SCRAPE_PERIOD
+        if due or record.in_flight
+        else max(0.5, progress.SCRAPE_PERIOD - (s.now - record.at))
+    )
+    message = progress.message_for(record, pod, s.now)
+    return v if message is None else Verdict(v.status, v.reason, message)
 
 
 def was_ready(s: Snapshot) -> bool:

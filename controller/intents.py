@@ -5,6 +5,8 @@
 - ``delete``: owned objects the plan no longer wants;
 - ``events``: (type, reason, message) Events on the order besides condition transitions;
 - ``probe``: a probe of the endpoint is due (the probe book runs it off the workers);
+- ``scrape``: the fetcher whose download progress is watched, and whether a scrape is due (the
+  progress book runs it); none while no fetcher runs, and then the order's record is dropped;
 - ``mint_token``: the ``<order>-auth`` Secret does not exist yet and must be created once;
 - ``plan``: the plan in force after this reconcile; ``waiting``: requeue on capacity growth.
 """
@@ -34,6 +36,15 @@ class ProbeRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ScrapeRequest:
+    """The fetcher being watched; ``due``: scrape it now."""
+
+    pod: str
+    address: str  # host:port of the fetcher's metric
+    due: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Intents:
     verdicts: Mapping[str, Verdict]
     fields: StatusFields
@@ -43,6 +54,7 @@ class Intents:
     advisory: frozenset[str] = frozenset()
     requeue: float | None = None
     probe: ProbeRequest | None = None
+    scrape: ScrapeRequest | None = None
     mint_token: bool = False
     plan: LaunchPlan | None = None
     waiting: bool = False

@@ -30,6 +30,7 @@ from controller.observe import Observer
 from controller.planner.ledger import Ledger
 from controller.probe import Prober
 from controller.probes import ProbeBook
+from controller.progress_book import ProgressBook
 from controller.reconciler import Reconciler
 from controller.settings import Settings
 from controller.store import Store
@@ -74,12 +75,17 @@ class Controller:
             on_done=lambda key: self.queue.add(("order", *key)),
             on_result=lambda ok: self.metrics.probes.labels(outcome="success" if ok else "failure").inc(),
         )
+        self.progress = ProgressBook(
+            on_done=lambda key: self.queue.add(("order", *key)),
+            address_override=settings.model_fetcher_metrics_address_override,
+        )
         self.reconciler = Reconciler(
             observer=Observer(
                 api=api,
                 store=self.store,
                 hub=self.hub,
                 probes=self.probes,
+                progress=self.progress,
                 ledger=self.ledger,
                 settings=settings,
                 applied_plan=lambda key: self.reconciler.applied.get(key),
@@ -221,5 +227,6 @@ class Controller:
             inf.stop()
         self.probes.close()
         self.prober.close()
+        self.progress.close()
         self.events.flush(timeout=5)
         self.events.close()

@@ -1,7 +1,8 @@
 """observe: build one immutable snapshot of everything the decision about one order needs.
 
 Reads the informer caches (through ``store.Store``), the durable facts store, the Hub (only while
-the order's model has never been resolved for its generation), the probe book and the ledger.
+the order's model has never been resolved for its generation), the probe and progress books and
+the ledger.
 Writes nothing.
 """
 
@@ -23,6 +24,7 @@ from controller.kube import apply as kapi
 from controller.planner import LaunchPlan
 from controller.planner.ledger import Ledger
 from controller.probes import ProbeBook
+from controller.progress_book import ProgressBook
 from controller.readings import own_claim_names, uses_claim_template
 from controller.settings import Settings
 from controller.snapshot import Capacity, ModelObservation, Snapshot
@@ -57,6 +59,7 @@ class Observer:
     store: Store
     hub: HubClient
     probes: ProbeBook
+    progress: ProgressBook
     ledger: Ledger
     settings: Settings
     applied_plan: Callable[[tuple[str, str]], LaunchPlan | None]
@@ -95,6 +98,7 @@ class Observer:
             probe=self.probes.state((ns, name), endpoint),
             capacity=Capacity(epoch=self.ledger.epoch, exhausted_since=exhausted),
             claims_allocated=self.claims_allocated(order, in_force),
+            fetch_progress=self.progress.state((ns, name)),
         )
 
     def plan_in_force(self, order: InferenceService) -> LaunchPlan | None:

@@ -70,6 +70,11 @@ class Reconciler:
             self.written[key] = done.written_rv
         if intents.probe is not None:
             self.observer.probes.request(key, intents.probe.url, intents.probe.token)
+        if intents.scrape is not None:
+            if intents.scrape.due:
+                self.observer.progress.request(key, intents.scrape.pod, intents.scrape.address)
+        else:
+            self.observer.progress.forget(key)
         return intents.requeue
 
     def rebuild_reservations(self) -> None:
@@ -80,6 +85,7 @@ class Reconciler:
         self.applied.pop(key, None)
         self.written.pop(key, None)
         self.observer.probes.forget(key)
+        self.observer.progress.forget(key)
         self.observer.ledger.release(key)
 
     def reconcile_class(self, name: str) -> float | None:

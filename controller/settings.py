@@ -38,6 +38,9 @@ class Settings(BaseModel):
     # endpoint's name as SNI and verifying the certificate for it. For a runtime stand-in or a
     # port-forward; empty in production.
     probe_address_override: str = ""
+    # The controller scrapes the model fetcher's download progress at this host:port instead of the
+    # pod's IP and port 9090 (controller.progress_book). For a local plane; empty in production.
+    model_fetcher_metrics_address_override: str = ""
     # PEM bundle the probe verifies endpoint certificates against (the platform CA).
     platform_ca_file: str = ""
     external_domain_template: str = "{name}.{namespace}.inference.example.com"
@@ -59,7 +62,8 @@ class Settings(BaseModel):
     # Throughputs the startup probe and the progress deadline are sized with (controller/render/timing.py).
     model_load_mib_per_second: float = 200.0
     model_download_mib_per_second: float = 50.0
-    model_fetcher_image: str = ""  # defaults to the recipe's image, which ships the `hf` CLI
+    # Defaults to the recipe's image, which ships the `hf` CLI and python3 (the progress wrapper).
+    model_fetcher_image: str = ""
     claim_grace_seconds: float = 60.0
     scale_up_grace_seconds: float = 120.0
     resync_seconds: float = 300.0
@@ -75,6 +79,7 @@ _KEYS: dict[str, str] = {
     "probeFailureThreshold": "probe_failure_threshold",
     "probeTimeoutSeconds": "probe_timeout_seconds",
     "probeAddressOverride": "probe_address_override",
+    "modelFetcherMetricsAddressOverride": "model_fetcher_metrics_address_override",
     "platformCAFile": "platform_ca_file",
     "externalDomainTemplate": "external_domain_template",
     "ingressClassName": "ingress_class_name",

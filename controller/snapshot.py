@@ -1,6 +1,6 @@
 """The snapshot: everything one decision about one order needs, read once, immutable. Pure data.
 
-``controller.observe`` builds it from the caches, the facts store and the probe book;
+``controller.observe`` builds it from the caches, the facts store, the probe and progress books;
 ``controller.decide`` turns it into intents without any I/O.
 """
 
@@ -11,6 +11,7 @@ from typing import Any
 
 from controller.facts import ModelFacts
 from controller.planner import LaunchPlan, PlanOutcome
+from controller.progress import FetchProgress
 from controller.settings import Settings
 from shared.api.enums import EndpointType
 from shared.api.inference_class import InferenceServiceClass
@@ -74,6 +75,7 @@ class Snapshot:
     capacity: Capacity = field(default_factory=Capacity)
     claims_allocated: bool = False  # the pods of the plan in force have allocated claims
     stale_auth_version: str | None = None  # resourceVersion of a previous order's ``<order>-auth``
+    fetch_progress: FetchProgress = field(default_factory=FetchProgress)  # the progress book's record
 
     @property
     def key(self) -> tuple[str, str]:

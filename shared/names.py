@@ -48,3 +48,6 @@ RUNTIME_PORT = 8443
 TLS_MOUNT_PATH = "/etc/inference/tls"
 MODEL_MOUNT_PATH = "/models"
 API_KEY_ENV = "VLLM_API_KEY"  # vLLM reads its API key from this variable (vllm/envs.py)
+# The model fetcher init container, and the port its download progress is scraped on while it runs.
+FETCHER_CONTAINER = "model-fetcher"
+FETCHER_METRICS_PORT = 9090

@@ -27,7 +27,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from controller.facts import ModelFacts, hub_repo
-from controller.model_facts.files import CONFIG_FILES, SENTENCE_TRANSFORMERS_FILES, SHARD, TOKENIZER_FILES
+from controller.model_facts.files import (
+    CONFIG_FILES,
+    SENTENCE_TRANSFORMERS_FILES,
+    SHARD,
+    TOKENIZER_FILES,
+    total_bytes,
+)
 
 _FALLBACK_SAFETENSORS = ("model*.safetensors", "model*.safetensors.index.json")
 _FALLBACK_GGUF = ("*.gguf",)
@@ -41,17 +47,24 @@ _FALLBACK_COMPANIONS = (
 
 @dataclass(frozen=True)
 class FetchSpec:
-    """One download: the Hub repository, its revision (None: ``main``), and the include globs."""
+    """One download: the Hub repository, its revision (None: ``main``), the include globs, and the
+    bytes they select when every size is known (the fetcher reports progress against it)."""
 
     repo: str
     revision: str | None
     include: tuple[str, ...]
+    total_bytes: int | None = None
 
 
 def fetch_spec(facts: ModelFacts, revision: str | None) -> FetchSpec:
     """The download of ``facts``' model: its catalog location when it has one, else its Hub name."""
     repo = hub_repo(facts.source_uri) or facts.name
-    return FetchSpec(repo=repo, revision=revision, include=tuple(include_patterns(facts)))
+    return FetchSpec(
+        repo=repo,
+        revision=revision,
+        include=tuple(include_patterns(facts)),
+        total_bytes=total_bytes(facts.files),
+    )
 
 
 def include_patterns(facts: ModelFacts) -> list[str]:

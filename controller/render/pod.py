@@ -13,9 +13,18 @@ and scheduling. Pure.
   device gets more than the container runtime's 64 MiB. Its pages count against the pod's memory
   limit, which the planner sizes with 2 GiB per device; this takes half of that.
 - **Scheduling**: the module's GPU node tolerations and selector, plus the class's.
+- **The fetcher** runs ``hf download`` (``controller.render.fetch``) under a progress wrapper,
+  ``python3 -c <controller/render/fetcher_program.py> hf download ...``, which serves the bytes on
+  disk as a metric on ``FETCHER_METRICS_PORT`` while it runs (the controller scrapes it into the
+  WorkloadReady message). The program travels in the command rather than in a ConfigMap: no
+  further owned object, RBAC or mount, and a change of the program rolls the pods like any other
+  change of the pod template. (Its source is read once from the package, like a constant.)
 """
 
 from __future__ import annotations
+
+import functools
+from importlib import resources
 
 from controller.render import timing
 from controller.render.claim import claim_template_name
@@ -77,6 +86,12 @@ def node_selector(spec: InferenceServiceClassSpec, settings: Settings) -> dict[s
     return {**settings.gpu_node_selector, **(spec.placement.node_selector or {})}
 
 
+@functools.cache
+def fetcher_program() -> str:
+    """The source of ``controller/render/fetcher_program.py``, the fetcher's progress wrapper."""
+    return resources.files("controller.render").joinpath("fetcher_program.py").read_text(encoding="utf-8")
+
+
 def fetcher(
     order: InferenceService,
     plan: PlanView,
@@ -91,6 +106,8 @@ def fetcher(
         {"name": "HF_ENDPOINT", "value": settings.hf_endpoint},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
         {"name": "HOME", "value": HOME_PATH},
+        {"name": "MODEL_FETCHER_METRICS_PORT", "value": str(names.FETCHER_METRICS_PORT)},
+        {"name": "MODEL_FETCHER_BYTES_TOTAL", "value": str(spec.total_bytes or 0)},
     ]
     if model.auth_secret_ref is not None:
         key = model.auth_secret_ref.key or names.DEFAULT_HF_TOKEN_KEY
@@ -106,11 +123,12 @@ def fetcher(
     for pattern in spec.include:
         args += ["--include", pattern]
     return {
-        "name": "model-fetcher",
+        "name": names.FETCHER_CONTAINER,
         "image": settings.model_fetcher_image or plan.image,
-        "command": ["hf"],
+        "command": ["python3", "-c", fetcher_program(), "hf"],
         "args": args,
         "env": env,
+        "ports": [{"name": "fetch-metrics", "containerPort": names.FETCHER_METRICS_PORT, "protocol": "TCP"}],
         "volumeMounts": [
             {"name": "model", "mountPath": names.MODEL_MOUNT_PATH},
             {"name": "home", "mountPath": HOME_PATH},

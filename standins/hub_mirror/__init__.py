@@ -66,10 +66,15 @@ class RunningMirror:
 
 
 def start_mirror(
-    *, host: str = "127.0.0.1", port: int = 0, tokens: Iterable[str] = (DEFAULT_TOKEN,)
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    tokens: Iterable[str] = (DEFAULT_TOKEN,),
+    throttle: float | None = None,
 ) -> RunningMirror:
-    """Serve the mirror on ``host:port`` (0: a free port) in a daemon thread."""
-    state = MirrorState(repos=load_repos(), tokens=frozenset(tokens))
+    """Serve the mirror on ``host:port`` (0: a free port) in a daemon thread; ``throttle`` caps each
+    file body at that many bytes per second."""
+    state = MirrorState(repos=load_repos(), tokens=frozenset(tokens), throttle=throttle)
     server = MirrorServer((host, port), state)
     thread = threading.Thread(target=server.serve_forever, name="hf-mirror", daemon=True)
     thread.start()

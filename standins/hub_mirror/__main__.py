@@ -1,4 +1,5 @@
-"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...]``: serve the HF mirror.
+"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...] [--throttle B]``: serve
+the HF mirror (``--throttle``: at most B bytes per second per file body).
 
 The first stdout line is ``HF mirror listening on http://HOST:PORT``. Tokens accepted for gated
 repositories: ``--token`` (repeatable), else ``HF_MIRROR_TOKENS`` (comma-separated), else
@@ -20,10 +21,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token", action="append", default=None, help="a token that opens gated repos")
+    parser.add_argument(
+        "--throttle",
+        type=float,
+        default=None,
+        help="bytes per second of each file body (default: unthrottled)",
+    )
     args = parser.parse_args(argv)
     env_tokens = [t for t in os.environ.get("HF_MIRROR_TOKENS", "").split(",") if t.strip()]
     tokens = args.token or env_tokens or [DEFAULT_TOKEN]
-    mirror = start_mirror(host=args.host, port=args.port, tokens=tokens)
+    mirror = start_mirror(host=args.host, port=args.port, tokens=tokens, throttle=args.throttle)
     print(f"HF mirror listening on {mirror.url}", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -21,6 +21,9 @@ Control routes for tests, outside the Hub protocol:
   ``"retryAfter": "2"`` (seconds or an HTTP date) adds a ``Retry-After`` header to the fault, and
   ``"times": n`` answers only the next n matching requests with it (then the fault clears itself);
 - ``GET /_mirror/requests`` lists the Hub requests served so far; ``DELETE`` clears the list.
+
+**Throttle** (``throttle`` bytes per second, ``None``: as fast as it can): each file body is sent
+at most that fast, per response, so a download takes long enough for a test to watch it progress.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ class MirrorState:
     fault_retry_after: str | None = None
     fault_times: int | None = None  # matching requests left to fail; None: until cleared
     requests: list[Request] = field(default_factory=list)
+    throttle: float | None = None  # bytes per second of each file body; None: unthrottled
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, request: Request) -> None:
@@ -233,9 +237,15 @@ class MirrorHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(end - start + 1 if f.size else 0))
         self.end_headers()
         if method == "GET":
-            chunk = 1 << 20
+            throttle = self.server.state.throttle
+            chunk = 1 << 20 if not throttle else max(1 << 12, min(1 << 20, int(throttle / 10)))
+            began = time.monotonic()
             for pos in range(start, end + 1, chunk):
                 self.wfile.write(f.read(pos, min(end, pos + chunk - 1)))
+                if throttle:  # sleep until the bytes sent so far are no faster than the throttle
+                    ahead = (min(end, pos + chunk - 1) + 1 - start) / throttle - (time.monotonic() - began)
+                    if ahead > 0:
+                        time.sleep(ahead)
         return status
 
     # ---- control routes

@@ -3,7 +3,10 @@
 ``platform`` (module scope) installs the CRDs, cert-manager's CRDs, the bundled class and recipe,
 and the module settings; starts the Hub mirror and the runtime stand-in in-process; and runs the
 controller as a real process (``python -m controller``). The controller's probe reaches the stand-in
-through the documented module setting ``probeAddressOverride``, not a test-only branch.
+through the documented module setting ``probeAddressOverride``, not a test-only branch; likewise
+its scrapes of a running model fetcher go to ``fetcher_metrics_port`` on loopback through
+``modelFetcherMetricsAddressOverride`` (a test runs the real fetcher there; KWOK pod IPs are not
+reachable).
 """
 
 from __future__ import annotations
@@ -146,6 +149,7 @@ class Platform:
     controller: ControllerProcess
     ca_file: pathlib.Path  # the platform CA the probe trusts (module setting platformCAFile)
     ca_key_pem: bytes  # its key: tests issue endpoint certificates with it, as cert-manager's CA issuer does
+    fetcher_metrics_port: int = 0
     cluster_objects: list[tuple[str, str]] = field(default_factory=list)
 
     # -- objects ---------------------------------------------------------------------------
@@ -293,8 +297,13 @@ def platform(
     runtime = start_runtime(
         ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5
     )
+    fetcher_port = free_port()
     settings = dict(
-        SETTINGS, probeAddressOverride=runtime.address, platformCAFile=str(ca_file), hfEndpoint=mirror.url
+        SETTINGS,
+        probeAddressOverride=runtime.address,
+        platformCAFile=str(ca_file),
+        hfEndpoint=mirror.url,
+        modelFetcherMetricsAddressOverride=f"127.0.0.1:{fetcher_port}",
     )
     kubectl(
         "apply",
@@ -316,7 +325,7 @@ def platform(
     env["LOG_LEVEL"] = "INFO"
     controller = ControllerProcess(cluster=cluster, env=env, log_dir=tmp, kubeconfig=sa_kubeconfig)
     controller.start()
-    p = Platform(cluster, kubectl, api, mirror, runtime, controller, ca_file, ca_key)
+    p = Platform(cluster, kubectl, api, mirror, runtime, controller, ca_file, ca_key, fetcher_port)
     try:
         yield p
     finally:

@@ -61,6 +61,24 @@ def test_the_fetcher_downloads_the_hub_repo_at_the_resolved_commit() -> None:
     assert not [p for p in includes(args) if "original" in p or "consolidated" in p or p.endswith(".pth")]
 
 
+def test_the_fetcher_runs_hf_under_the_progress_wrapper_and_serves_the_selected_total() -> None:
+    facts = FACTS[LLAMA_8B]
+    _, dep = rendered(facts, make_order())
+    (fetcher,) = dep["spec"]["template"]["spec"]["initContainers"]
+    python, flag, program, hf = fetcher["command"]
+    assert (python, flag, hf) == ("python3", "-c", "hf")
+    assert "model_fetcher_bytes_done" in program and "import huggingface_hub" not in program
+    compile(program, "fetcher_program", "exec")  # the source the container runs is a whole program
+    env = {e["name"]: e.get("value") for e in fetcher["env"]}
+    assert env["MODEL_FETCHER_BYTES_TOTAL"] == str(total_bytes(facts.files))
+    assert env["MODEL_FETCHER_METRICS_PORT"] == "9090"
+    assert fetcher["ports"] == [{"name": "fetch-metrics", "containerPort": 9090, "protocol": "TCP"}]
+    # a catalog model without a listing: the total is unknown, and the fetcher says 0
+    _, dep = rendered(facts.model_copy(update={"files": {}}), make_order())
+    (fetcher,) = dep["spec"]["template"]["spec"]["initContainers"]
+    assert {e["name"]: e.get("value") for e in fetcher["env"]}["MODEL_FETCHER_BYTES_TOTAL"] == "0"
+
+
 def catalog_object(**resolved: Any) -> dict[str, Any]:
     return {
         "metadata": {"name": "llama-70b"},
