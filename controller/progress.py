@@ -5,7 +5,7 @@ fetcher's metric (``controller/render/fetcher_program.py``; ``controller.progres
 I/O off the reconcile workers) every ``SCRAPE_PERIOD`` seconds. Each answer is a ``Sample`` of bytes
 done; the record keeps the samples of the last ``RATE_WINDOW`` seconds, and the rate over them gives
 the time left. ``progress_message`` turns them into the WorkloadReady message, for example
-``Pod x-7d9f-abc is downloading the model: 3.1 GiB of 15.2 GiB (20%), about 4 min left.``
+``Pod x-7d9f-abc is downloading the model: 3.0 GiB of 15.2 GiB (20%), about 5 min left.``
 
 A record speaks only for the pod it was taken from, only while its last scrape answered and only
 while that answer is fresh (``STALE_AFTER``):
@@ -131,25 +131,37 @@ def size_text(n: int) -> str:
 
 
 def time_left_text(seconds: float) -> str:
-    """``less than a minute``, ``about 4 min``, ``about 2 h 5 min``."""
+    """``less than a minute``, ``a few minutes``, ``about 15 min`` (5-minute steps), ``about 2 h 30 min``
+    (half-hour steps): coarse, so that the message changes seldom (``PERCENT_STEP``)."""
     minutes = math.ceil(seconds / 60)
     if seconds < 60:
         return "less than a minute"
+    if minutes <= 5:
+        return "a few minutes"
     if minutes < 60:
-        return f"about {minutes} min"
-    return f"about {minutes // 60} h {minutes % 60} min"
+        return f"about {5 * math.ceil(minutes / 5)} min"
+    half_hours = math.ceil(minutes / 30)
+    hours, rest = divmod(half_hours * 30, 60)
+    return f"about {hours} h" + (f" {rest} min" if rest else "")
+
+
+PERCENT_STEP = 10
+"""The message moves in tenths of the download. Every change of the message is a status write, so
+the bytes done are shown rounded down to a step and the time left in coarse steps: a download
+costs a few dozen writes at most, however long it takes, not one per scrape."""
 
 
 def progress_message(pod: str, done: int, total: int | None, per_second: float | None) -> str:
-    """The WorkloadReady message while ``pod``'s fetcher downloads (see the module doc)."""
+    """The WorkloadReady message while ``pod``'s fetcher downloads (see the module doc and
+    ``PERCENT_STEP``)."""
     head = f"Pod {pod} is downloading the model: "
     if total is None:
         return head + f"{size_text(done)} so far."
     shown = min(done, total)  # a leftover partial file may count bytes the total does not
-    pct = math.floor(100 * shown / total) if total else 100
-    text = head + f"{size_text(shown)} of {size_text(total)} ({pct}%)"
     if shown >= total:
-        return text + ", finishing."
+        return head + f"{size_text(total)} of {size_text(total)} (100%), finishing."
+    pct = PERCENT_STEP * math.floor(100 * shown / total / PERCENT_STEP)
+    text = head + f"{size_text(total * pct // 100)} of {size_text(total)} ({pct}%)"
     if not per_second:
         return text + "."
     return text + f", {time_left_text((total - shown) / per_second)} left."

@@ -107,7 +107,7 @@ def test_no_rate_without_two_samples_apart_in_time() -> None:
             int(3.1 * GIB),
             int(15.2 * GIB),
             int(12.1 * GIB) / 240,
-            "Pod p-1 is downloading the model: 3.1 GiB of 15.2 GiB (20%), about 4 min left.",
+            "Pod p-1 is downloading the model: 3.0 GiB of 15.2 GiB (20%), a few minutes left.",
         ),
         (512 * 2**20, GIB, None, "Pod p-1 is downloading the model: 512.0 MiB of 1.0 GiB (50%)."),
         (512 * 2**20, GIB, 0.0, "Pod p-1 is downloading the model: 512.0 MiB of 1.0 GiB (50%)."),
@@ -115,20 +115,40 @@ def test_no_rate_without_two_samples_apart_in_time() -> None:
             GIB - 2**20,
             GIB,
             2**30,
-            "Pod p-1 is downloading the model: 1023.0 MiB of 1.0 GiB (99%), less than a minute left.",
+            "Pod p-1 is downloading the model: 921.6 MiB of 1.0 GiB (90%), less than a minute left.",
         ),
         (2 * GIB, GIB, 1.0, "Pod p-1 is downloading the model: 1.0 GiB of 1.0 GiB (100%), finishing."),
         (
             1,
             140 * GIB,
             10 * 2**20,
-            "Pod p-1 is downloading the model: 1 KiB of 140.0 GiB (0%), about 3 h 59 min left.",
+            "Pod p-1 is downloading the model: 0 KiB of 140.0 GiB (0%), about 4 h left.",
         ),
         (3 * GIB, None, 1e9, "Pod p-1 is downloading the model: 3.0 GiB so far."),
     ],
 )
 def test_the_message(done: int, total: int | None, per_second: float | None, expected: str) -> None:
     assert progress.progress_message("p-1", done, total, per_second) == expected
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [(59, "less than a minute"), (61, "a few minutes"), (300, "a few minutes"), (301, "about 10 min"),
+     (1500, "about 25 min"), (3600, "about 1 h"), (3601, "about 1 h 30 min"), (9000, "about 2 h 30 min")],
+)  # fmt: skip
+def test_the_time_left_is_told_in_coarse_steps(seconds: float, expected: str) -> None:
+    assert progress.time_left_text(seconds) == expected
+
+
+def test_a_long_download_changes_its_message_a_few_dozen_times_not_once_per_scrape() -> None:
+    """Every new message is a status write: 50 minutes of download, scraped every 5 s."""
+    total, seconds = 140 * GIB, 3000
+    per_second = total / seconds
+    messages = {
+        progress.progress_message("p-1", int(per_second * t), total, per_second)
+        for t in range(0, seconds, int(progress.SCRAPE_PERIOD))
+    }
+    assert len(messages) <= 30, len(messages)
 
 
 def test_a_record_speaks_only_for_its_pod_and_while_its_last_sample_is_fresh() -> None:
@@ -138,7 +158,9 @@ def test_a_record_speaks_only_for_its_pod_and_while_its_last_sample_is_fresh() -
     )
     text = progress.message_for(record, p, NOW)
     assert (
-        text is not None and "1.0 GiB of 4.0 GiB (25%)" in text and text.endswith("less than a minute left.")
+        text is not None
+        and "819.2 MiB of 4.0 GiB (20%)" in text
+        and text.endswith("less than a minute left.")
     )
     assert progress.message_for(record, FetchingPod("p-2", "10.0.0.2"), NOW) is None
     assert progress.message_for(record, p, NOW - 5 + progress.STALE_AFTER + 1) is None
@@ -178,7 +200,7 @@ def test_a_running_fetcher_is_scraped_and_its_progress_is_the_progressing_messag
     intents, st = decide_and_build(s, run_planner(s, plan_decision(s)))
     assert conditions_of(st)[r.WORKLOAD_READY] == ("False", r.PROGRESSING)
     message = intents.verdicts[r.WORKLOAD_READY].message
-    assert message == "Pod p-1 is downloading the model: 2.0 GiB of 8.0 GiB (25%), less than a minute left."
+    assert message == "Pod p-1 is downloading the model: 1.6 GiB of 8.0 GiB (20%), less than a minute left."
     assert intents.scrape is not None and intents.scrape.address == "10.244.0.7:9090"
     assert not intents.scrape.due  # scraped a second ago
     assert intents.requeue == pytest.approx(progress.SCRAPE_PERIOD - 1)
