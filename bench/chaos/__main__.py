@@ -22,16 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--creates", type=int, default=30, help="orders created over the churn")
     p.add_argument("--namespaces", type=int, default=3)
     p.add_argument("--max-live", type=int, default=12, help="most orders alive at once")
-    p.add_argument(
-        "--shipped-rbac-only",
-        action="store_true",
-        help="no workaround for the controller's missing PVC delete (edited orders end WorkloadFailed)",
-    )
     args = p.parse_args(argv)
     shape = Shape(args.minutes * 60, args.namespaces, args.creates, args.max_live)
     log_dir = ROOT / ".cluster" / "chaos-logs" / time.strftime("%Y%m%d-%H%M%S")
     t0 = time.time()
-    with running(log_dir, pvc_delete=not args.shipped_rbac_only) as stack:
+    with running(log_dir) as stack:
         results = {}
         for label, schedule in (("clean", None), ("faulted", Schedule.full(shape.seconds))):
             print(f"[chaos] {label} run: {shape}", file=sys.stderr, flush=True)
@@ -54,7 +49,6 @@ def main(argv: list[str] | None = None) -> int:
         "clean": clean.figures,
         "faulted": {k: v for k, v in faulted.figures.items() if k != "faults"},
         "controller_log_tracebacks": tracebacks,
-        "pvc_delete_workaround": not args.shipped_rbac_only,
         "lost": {k: len(v) for k, v in lost.items()},
         "lost_detail": {k: v for k, v in lost.items() if v},
         "wall_seconds": round(time.time() - t0),

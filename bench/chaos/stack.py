@@ -89,38 +89,6 @@ def install(kubectl: Kubectl) -> None:
     )
 
 
-PVC_DELETE = "inference-controller-chaos-pvc-delete"
-
-
-def grant_pvc_delete(kubectl: Kubectl, *, on: bool) -> None:
-    """Work around a bug of the shipped RBAC, for as long as it lasts: the controller prunes the
-    model volume of an edited order (``kinds.py``: PVCs are pruned) but its ClusterRole cannot
-    delete PersistentVolumeClaims, so every edited order ends ``WorkloadFailed`` (forbidden). With
-    ``on``, a separate ClusterRole grants that one verb to the controller's ServiceAccount."""
-    if not on:
-        kubectl("delete", "clusterrolebinding,clusterrole", PVC_DELETE, "--ignore-not-found", check=False)
-        return
-    docs = [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": PVC_DELETE},
-            "rules": [{"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["delete"]}],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": PVC_DELETE},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": PVC_DELETE},
-            "subjects": [{"kind": "ServiceAccount", "name": "inference-controller", "namespace": NS}],
-        },
-    ]
-    kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=chaos", "-f", "-",
-        input=yaml.safe_dump_all(docs),
-    )  # fmt: skip
-
-
 def apply_settings(kubectl: Kubectl, **settings: str) -> None:
     doc = {
         "apiVersion": "v1",
@@ -292,16 +260,13 @@ class Stack:
 
 
 @contextmanager
-def running(
-    log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL, pvc_delete: bool = False
-) -> Iterator[Stack]:
+def running(log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL) -> Iterator[Stack]:
     """The whole product on the running plane, stopped (and the webhook unregistered) at the end."""
     c = cluster()
     kubectl = Kubectl(c)
     api = api_client(c)
     log_dir.mkdir(parents=True, exist_ok=True)
     install(kubectl)
-    grant_pvc_delete(kubectl, on=pvc_delete)
     sa = service_account_kubeconfig(
         kubectl=c.kubectl_path, admin_kubeconfig=c.kubeconfig, namespace=NS,
         name="inference-controller", out=log_dir / "controller.kubeconfig",
@@ -334,9 +299,7 @@ def running(
 
 
 @contextmanager
-def on_platform(
-    platform: Platform, *, replicas: int = 2, label: str = LABEL, pvc_delete: bool = False
-) -> Iterator[Stack]:
+def on_platform(platform: Platform, *, replicas: int = 2, label: str = LABEL) -> Iterator[Stack]:
     """A stack on the e2e ``platform`` fixture (its mirror, runtime and settings): its controller is
     stopped for N leader-elected replicas and a restartable webhook, and started again after."""
     c = platform.controller
@@ -344,7 +307,6 @@ def on_platform(
     log_dir.mkdir(parents=True, exist_ok=True)
     assert c.kubeconfig is not None
     c.stop()
-    grant_pvc_delete(platform.kubectl, on=pvc_delete)
     webhook = ChaosWebhook(platform.api, log_dir / "webhook", label=label)
     reps = Replicas(
         cluster=platform.cluster, env=c.env, log_dir=log_dir, kubeconfig=c.kubeconfig, count=replicas
@@ -367,5 +329,4 @@ def on_platform(
         webhook.unregister()
         webhook.stop()
         platform.mirror.clear_faults()
-        grant_pvc_delete(platform.kubectl, on=False)
         c.start()

@@ -31,7 +31,7 @@ FAULTS = Schedule(
 def test_a_churn_through_a_leader_kill_a_webhook_restart_and_a_hub_outage_loses_nothing(
     platform: Platform,
 ) -> None:
-    with on_platform(platform, pvc_delete=True) as stack:  # the RBAC bug of test_findings.py
+    with on_platform(platform) as stack:
         clean = run(stack, label="ci-clean", seed=SEED, shape=SHAPE, schedule=None, quiet=6)
         # Not waited for: the fleet has room for both runs' few orders.
         cleanup(stack, [f"chaos-ci-clean-{SEED}-{i}" for i in range(SHAPE.namespaces)], wait=False)
