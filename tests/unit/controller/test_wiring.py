@@ -67,6 +67,18 @@ def test_capacity_events_requeue_only_waiting_orders_by_priority_then_age_and_on
     assert [k[2] for k in keys] == ["new-high", "old-low", "exhausted"]
 
 
+def test_the_waiting_set_follows_each_orders_events() -> None:
+    waiting = wiring.WaitingOrders()
+    waiting.observe("ADDED", order("a"))
+    waiting.observe("ADDED", order("b", reason="NoCapacity"))
+    waiting.observe("MODIFIED", order("c", reason="ResourceClaimExhausted"))
+    assert sorted(o["metadata"]["name"] for o in waiting.orders()) == ["b", "c"]
+    waiting.observe("MODIFIED", order("b", reason="Planned"))  # placed: no longer waiting
+    waiting.observe("DELETED", order("c", reason="ResourceClaimExhausted"))
+    waiting.observe("MODIFIED", order("a", reason="NoCapacity"))
+    assert [o["metadata"]["name"] for o in waiting.orders()] == ["a"]
+
+
 def test_owned_objects_map_to_the_order_in_their_label_and_classes_fan_out() -> None:
     pod = {"metadata": {"name": "p", "namespace": "ns", "labels": {"ai.deckhouse.io/inference-service": "o"}}}
     assert wiring.keys_for(Cache.PODS, pod, []) == [("order", "ns", "o")]
