@@ -165,23 +165,21 @@ class OrderDirectory:
                 return refusal(c.get("image") or "", list(c.get("args") or []))
         return None
 
-    def _tls(self, key: OrderKey) -> TlsPair | None:
+    def _secret(self, key: OrderKey, suffix: str) -> Any:
+        """The order's ``<name>-<suffix>`` Secret, None when it does not exist."""
         core: Any = k8s.CoreV1Api(self._api)
         try:
-            secret = core.read_namespaced_secret(f"{key.name}-tls", key.namespace)
+            return core.read_namespaced_secret(f"{key.name}-{suffix}", key.namespace)
         except ApiException as e:
             if e.status == 404:
                 return None
             raise
-        return tls_pair(secret.type, secret.data)
+
+    def _tls(self, key: OrderKey) -> TlsPair | None:
+        secret = self._secret(key, "tls")
+        return None if secret is None else tls_pair(secret.type, secret.data)
 
     def _token(self, key: OrderKey) -> str | None:
-        core: Any = k8s.CoreV1Api(self._api)
-        try:
-            secret = core.read_namespaced_secret(f"{key.name}-auth", key.namespace)
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
-        raw = (secret.data or {}).get("token")
+        secret = self._secret(key, "auth")
+        raw = (secret.data or {}).get("token") if secret is not None else None
         return base64.b64decode(raw).decode().strip() if raw else None
