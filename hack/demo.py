@@ -36,6 +36,7 @@ import yaml
 
 from hack import lws, procs
 from hack.cert_manager import crds_dir
+from hack.established import wait_established
 from shared import reasons
 from standins import local_webhook
 from tests.cluster import launcher, pki
@@ -187,7 +188,8 @@ def install(demo: Demo) -> None:
         str(demo.root / "deploy" / "crds"),
     )
     names = [f"crd/{n}.ai.deckhouse.io" for n in OUR_CRDS] + ["crd/certificates.cert-manager.io"]
-    demo.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    if not wait_established(demo.kubectl, names, timeout=120):
+        raise RuntimeError(f"CRDs not Established after 120 s: {', '.join(names)}")
     demo.kubectl(
         "apply", "--server-side", "--force-conflicts", "--field-manager=demo", "-k", str(LOCAL_OVERLAY)
     )

@@ -50,6 +50,7 @@ import yaml
 from devtools.local_pki import ServingPki, make_serving_pki
 from hack import procs
 from hack.cert_manager import CertManagerError, cache_root, download_module, pinned_version
+from hack.established import wait_established
 
 MODULE = "sigs.k8s.io/lws"
 PACKAGE = "sigs.k8s.io/lws/cmd"
@@ -235,15 +236,8 @@ def install_crds(kubectl: Kubectl, *, field_manager: str, timeout: float = 60) -
             "apply", "--server-side", "--force-conflicts", f"--field-manager={field_manager}", "-f", str(crds)
         )
         kubectl("annotate", "--overwrite", *crd_refs(), f"{VERSION_ANNOTATION}={version}")
-    deadline = time.monotonic() + timeout
-    # `kubectl wait` fails at once on a CRD whose status has no conditions yet: poll it.
-    while True:
-        out = kubectl("wait", "--for=condition=Established", "--timeout=10s", *crd_refs(), check=False)
-        if out.count("condition met") == len(CRD_NAMES):
-            return
-        if time.monotonic() > deadline:
-            raise LwsError(f"LWS's CRDs are not Established after {timeout:.0f}s: {', '.join(CRD_NAMES)}")
-        time.sleep(1)
+    if not wait_established(kubectl, crd_refs(), timeout=timeout):
+        raise LwsError(f"LWS's CRDs are not Established after {timeout:.0f}s: {', '.join(CRD_NAMES)}")
 
 
 # ---------------------------------------------------------------- the process
