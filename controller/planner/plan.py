@@ -140,6 +140,15 @@ def plan_order(request: PlanRequest) -> PlanOutcome:
         method=method,
         holds_devices=bool(inv.held),
     )
+    skipped = [c for c in placement.device_class_names if c in request.skip_device_classes]
+    if skipped and reason != reasons.NO_CAPACITY:
+        # A fallback: the order fits a class the scheduler could not allocate on, so what the
+        # remaining classes cannot do is no reason to give up on it (never a terminal reason).
+        return fail(
+            reasons.RESOURCE_CLAIM_EXHAUSTED,
+            f"the scheduler could not allocate the claim on {', '.join(skipped)}, and the other allowed "
+            f"classes cannot hold the model: {message}",
+        )
     return fail(reason, message)
 
 

@@ -137,6 +137,14 @@ def reference_plan_order(request: PlanRequest) -> PlanOutcome:
         method=method,
         holds_devices=bool(inv.held),
     )
+    # Added after the copy, with plan.py: a fallback never ends on a terminal reason (not a search matter).
+    skipped = [c for c in placement.device_class_names if c in request.skip_device_classes]
+    if skipped and reason != reasons.NO_CAPACITY:
+        return _fail(
+            reasons.RESOURCE_CLAIM_EXHAUSTED,
+            f"the scheduler could not allocate the claim on {', '.join(skipped)}, and the other allowed "
+            f"classes cannot hold the model: {message}",
+        )
     return _fail(reason, message)
 
 

@@ -153,6 +153,13 @@ CASES = [
         changes={"skip_device_classes": ("gpu.nvidia.com", "mig.nvidia.com")},
     ),
     Case(
+        "a fallback to classes that cannot hold the model waits, never a terminal reason",
+        LLAMA_70B,
+        reasons.RESOURCE_CLAIM_EXHAUSTED,
+        changes={"skip_device_classes": ("gpu.nvidia.com",)},
+        message_include=("could not allocate the claim on gpu.nvidia.com", "largest allowed device"),
+    ),
+    Case(
         "a device class the scheduler failed on is skipped for the next one",
         BGE_LARGE,
         reasons.PLANNED_OK,
