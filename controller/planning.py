@@ -78,6 +78,8 @@ def plan_decision(s: Snapshot) -> PlanDecision:
     grew = s.capacity.exhausted_since is not None and s.capacity.epoch > s.capacity.exhausted_since
     if grew and _reason(s) in (r.RESOURCE_CLAIM_EXHAUSTED, r.LAUNCH_PLAN_IN_FORCE) and not workload_runs(s):
         return PlanDecision(True, True, "capacity change", ())
+    if _exhausted_for(s) >= EXHAUSTED_RETRY_SECONDS and not workload_runs(s):
+        return PlanDecision(True, True, "exhausted retry", ())
     if grew and _reason(s) == r.LAUNCH_PLAN_IN_FORCE and not d.compute:
         # A serving order whose edit did not fit: more capacity may let it. The edit was counted
         # when it was first recomputed, so trying it again is not another replan.
@@ -85,6 +87,24 @@ def plan_decision(s: Snapshot) -> PlanDecision:
     if grew and d.compute and _reason(s) == r.RESOURCE_CLAIM_EXHAUSTED:
         return PlanDecision(True, True, "capacity change", ())
     return d
+
+
+EXHAUSTED_RETRY_SECONDS = 300.0
+"""How long an order waits as ResourceClaimExhausted before it tries its first device class again
+though no capacity was freed. The scheduler's refusal of a claim may be a moment's contention
+(another pod took the free device the plan counted on) that outlasts the claim grace under load:
+kube-scheduler itself retries an unschedulable pod at least every 5 minutes
+(podMaxInUnschedulablePodsDuration). Seen at 2,000 orders: 8 orders fell back to a class that
+could not hold them while their first class had free devices."""
+
+
+def _exhausted_for(s: Snapshot) -> float:
+    """Seconds the order has been Planned=False/ResourceClaimExhausted (0 when it is not)."""
+    c = find(s.order.status.conditions, r.PLANNED)
+    if c is None or c.reason != r.RESOURCE_CLAIM_EXHAUSTED or c.status != "False":
+        return 0.0
+    since = readings.parse_time(c.last_transition_time)
+    return 0.0 if since is None else s.now - since
 
 
 def _new_revision(s: Snapshot) -> bool:

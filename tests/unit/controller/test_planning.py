@@ -26,6 +26,7 @@ from tests.unit.controller.snapshots import (
     resolved_for,
     serving,
     snap,
+    stamp,
     status,
 )
 
@@ -119,12 +120,15 @@ def test_a_running_replica_means_nothing_is_stuck() -> None:
     assert not plan_decision(s).compute
 
 
-def _exhausted(capacity: Capacity, *, runs: bool, reason: str = r.RESOURCE_CLAIM_EXHAUSTED) -> Snapshot:
+def _exhausted(
+    capacity: Capacity, *, runs: bool, reason: str = r.RESOURCE_CLAIM_EXHAUSTED, for_seconds: float = 60
+) -> Snapshot:
     plan = plan_on(MIG)
     prior = status(
         {r.PLANNED: ("False" if reason == r.RESOURCE_CLAIM_EXHAUSTED else "True", reason)},
         resolved=resolved_for(plan, tried=[GPU, MIG], replans=2),
     )
+    prior.conditions[0].last_transition_time = stamp(NOW - for_seconds)
     if runs:
         return serving(plan, prior=prior, capacity=capacity)
     return snap(
@@ -163,6 +167,18 @@ def test_an_exhausted_order_tries_again_from_its_first_class_when_capacity_grows
     assert (d.compute, d.count, d.tried) == expected
     if d.count:
         assert d.trigger == "capacity change"
+
+
+def test_an_exhausted_order_tries_its_first_class_again_after_a_while_with_no_capacity_freed() -> None:
+    """A refused claim can be a moment's contention: after EXHAUSTED_RETRY_SECONDS the order
+    starts again from its first class (counted), though no capacity was freed."""
+    waited = planning.EXHAUSTED_RETRY_SECONDS
+    d = plan_decision(_exhausted(Capacity(epoch=5, exhausted_since=5), runs=False, for_seconds=waited + 1))
+    assert (d.compute, d.count, d.tried, d.trigger) == (True, True, (), "exhausted retry")
+    d = plan_decision(_exhausted(Capacity(epoch=5, exhausted_since=5), runs=False, for_seconds=waited - 5))
+    assert d.tried == (GPU, MIG) and not d.count
+    running = _exhausted(Capacity(epoch=5, exhausted_since=5), runs=True, for_seconds=waited + 1)
+    assert not plan_decision(running).compute
 
 
 # ------------------------------------------------------------------ planned()
