@@ -128,6 +128,7 @@ def _exhausted(
         {r.PLANNED: ("False" if reason == r.RESOURCE_CLAIM_EXHAUSTED else "True", reason)},
         resolved=resolved_for(plan, tried=[GPU, MIG], replans=2),
     )
+    assert prior.conditions is not None
     prior.conditions[0].last_transition_time = stamp(NOW - for_seconds)
     if runs:
         return serving(plan, prior=prior, capacity=capacity)
