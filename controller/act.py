@@ -83,20 +83,23 @@ class Actor:
             return
         secret = render.auth_secret(s.order, secrets.token_urlsafe(32))
         if s.stale_auth_version is not None:
-            token = secret.pop("stringData")[names.AUTH_TOKEN_KEY]
-            kapi.merge_patch(
-                self.api,
-                "v1",
-                "Secret",
-                namespace=ns,
-                name=secret["metadata"]["name"],
-                body={
-                    "metadata": {**secret["metadata"], "resourceVersion": s.stale_auth_version},
-                    "data": {names.AUTH_TOKEN_KEY: base64.b64encode(token.encode()).decode()},
-                },
-            )  # a Conflict (changed since observed) requeues the order
-            self._count("Secret", "patch")
-            return
+            token = secret["stringData"][names.AUTH_TOKEN_KEY]
+            try:
+                kapi.merge_patch(
+                    self.api,
+                    "v1",
+                    "Secret",
+                    namespace=ns,
+                    name=secret["metadata"]["name"],
+                    body={
+                        "metadata": {**secret["metadata"], "resourceVersion": s.stale_auth_version},
+                        "data": {names.AUTH_TOKEN_KEY: base64.b64encode(token.encode()).decode()},
+                    },
+                )  # a Conflict (changed since observed) requeues the order
+                self._count("Secret", "patch")
+                return
+            except kerr.NotFound:
+                pass  # the garbage collector deleted it meanwhile: create the order's own
         try:
             kapi.create(self.api, secret)
             self._count("Secret", "create")

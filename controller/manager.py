@@ -127,8 +127,8 @@ class Controller:
                 self.ledger.on_device_class(obj, deleted=deleted)
             if fanout is Fanout.NONE or not self.leading.is_set():
                 return
-            if fanout is Fanout.CAPACITY and not grew:
-                return
+            if fanout is Fanout.CAPACITY and not grew and wiring.order_of(obj) is None:
+                return  # a slice or a foreign claim that freed nothing
             if fanout is Fanout.SELF:
                 orders = []
             elif fanout is Fanout.CAPACITY:

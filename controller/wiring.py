@@ -99,7 +99,12 @@ def keys_for(
     if fanout is Fanout.EVERYTHING:
         return [order_key(o) for o in orders]
     if fanout is Fanout.CAPACITY:
-        return waiting_orders(orders, priorities or {}) if capacity_grew else []
+        keys = waiting_orders(orders, priorities or {}) if capacity_grew else []
+        owner = order_of(obj)
+        if owner and ("order", ns, owner) not in keys:
+            # A claim of the order's own pods: its allocation settles the order's reservation.
+            keys.append(("order", ns, owner))
+        return keys
     if fanout is Fanout.CATALOG:
         out = []
         for o in orders:
@@ -115,6 +120,13 @@ def keys_for(
         return out
     owner = (meta.get("labels") or {}).get(names.LABEL_ORDER)
     return [("order", ns, owner)] if owner else []
+
+
+def order_of(obj: Obj) -> str | None:
+    """The order named by the object's order label (the claims of an order's pods carry it, copied
+    from the claim template)."""
+    owner = ((obj.get("metadata") or {}).get("labels") or {}).get(names.LABEL_ORDER)
+    return str(owner) if owner else None
 
 
 def class_keys(classes: Iterable[Obj]) -> list[Key]:

@@ -67,6 +67,20 @@ def test_capacity_events_requeue_only_waiting_orders_by_priority_then_age_and_on
     assert [k[2] for k in keys] == ["new-high", "old-low", "exhausted"]
 
 
+def test_a_claim_of_an_orders_pod_requeues_that_order_so_its_allocation_settles_the_reservation() -> None:
+    claim = {
+        "metadata": {
+            "name": "o-7f-abc-gpu",
+            "namespace": "ns",
+            "labels": {"ai.deckhouse.io/inference-service": "o"},
+        }
+    }
+    assert wiring.keys_for(Cache.RESOURCE_CLAIMS, claim, [], capacity_grew=False) == [("order", "ns", "o")]
+    waiting = [order("w", reason="NoCapacity")]
+    keys = wiring.keys_for(Cache.RESOURCE_CLAIMS, claim, waiting, capacity_grew=True)
+    assert keys == [("order", "ns", "w"), ("order", "ns", "o")]
+
+
 def test_the_waiting_set_follows_each_orders_events() -> None:
     waiting = wiring.WaitingOrders()
     waiting.observe("ADDED", order("a"))
