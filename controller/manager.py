@@ -136,7 +136,7 @@ class Controller:
             else:
                 orders = self.informers[Cache.ORDERS].list()
             keys = wiring.keys_for(cache, obj, orders, capacity_grew=grew, priorities=self._priorities())
-            if fanout in (Fanout.EVERYTHING, Fanout.CAPACITY):
+            if fanout is Fanout.EVERYTHING or (fanout is Fanout.CAPACITY and grew):
                 keys += wiring.class_keys(self.informers[Cache.CLASSES].list())
             for key in keys:
                 self.queue.add(key)
