@@ -208,7 +208,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     c0 = proc_stat(pid).cpu_seconds
     time.sleep(args.steady)
     result["steady_seconds"] = args.steady
-    result["steady_writes"] = int(metric_sum(plane.metrics(), WRITES) - w0)
+    steady_metrics = plane.metrics()
+    result["steady_writes"] = int(metric_sum(steady_metrics, WRITES) - w0)
+    # The gauge can lag the claims for a moment after Ready (a reservation settles when its order is
+    # next reconciled with its claims allocated); after the steady window it must read 0.
+    result["steady_overcommitted_gauge"] = int(
+        metric_sum(steady_metrics, "inference_controller_overcommitted_devices")
+    )
     end = proc_stat(pid)
     result["steady_cpu_percent"] = round((end.cpu_seconds - c0) * 100 / args.steady, 1)
     result["controller_rss_mb"] = round(end.rss_mb, 1)
