@@ -118,7 +118,7 @@ def keys_for(
             ):
                 out.append(order_key(o))
         return out
-    owner = (meta.get("labels") or {}).get(names.LABEL_ORDER)
+    owner = order_of(obj)
     return [("order", ns, owner)] if owner else []
 
 
