@@ -40,18 +40,18 @@ unit: $(STAMP)
 	$(PY) -m pytest tests/unit -q
 
 integration: $(STAMP)
-	bash tests/cluster/build.sh >/dev/null
+	bash devtools/cluster/build.sh >/dev/null
 	$(PY) -m pytest tests/integration -q
 
 test: lint typecheck layers
-	bash tests/cluster/build.sh >/dev/null
+	bash devtools/cluster/build.sh >/dev/null
 	$(PY) -m pytest tests -q
 
 cluster-up: $(STAMP)
-	$(PY) -m tests.cluster up
+	$(PY) -m devtools.cluster up
 
 cluster-down: $(STAMP)
-	$(PY) -m tests.cluster down
+	$(PY) -m devtools.cluster down
 
 # The whole product on this machine (hack/demo.py): logs and pids under .demo/.
 demo: $(STAMP)

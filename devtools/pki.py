@@ -1,7 +1,7 @@
 """Throwaway certificate authorities and leaf certificates, in memory. Pure: no files, no clock read.
 
 One implementation for everything local that needs TLS: the local control plane's PKI
-(``tests/cluster/pki.py``), the webhook's local serving pair (``devtools/local_pki.py``) and the
+(``devtools/cluster/pki.py``), the webhook's local serving pair (``devtools/local_pki.py``) and the
 runtime stand-in's per-name certificates (``standins/runtime/certs.py``). In a cluster,
 cert-manager does this job.
 """

@@ -1,6 +1,6 @@
 """cert-manager's CRDs, taken from the cert-manager Go module through the module proxy.
 
-The version is pinned in tests/cluster/versions.env (CERT_MANAGER_VERSION). ``go mod download``
+The version is pinned in devtools/cluster/versions.env (CERT_MANAGER_VERSION). ``go mod download``
 puts the module in the Go module cache; its ``deploy/crds/*.yaml`` are copied to
 ``<cache>/cert-manager-<version>/crds`` (the same cache as the control-plane binaries), so later
 calls cost nothing. Used by hack/demo.py and the deploy tests:
@@ -26,7 +26,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-VERSIONS_ENV = ROOT / "tests" / "cluster" / "versions.env"
+VERSIONS_ENV = ROOT / "devtools" / "cluster" / "versions.env"
 MODULE = "github.com/cert-manager/cert-manager"
 
 
@@ -54,7 +54,7 @@ def pinned_version(versions_env: pathlib.Path = VERSIONS_ENV, *, key: str = "CER
 
 
 def cache_root(env: Mapping[str, str]) -> pathlib.Path:
-    """The cache of tests/cluster/build.sh: $INFERENCE_CACHE, else $XDG_CACHE_HOME or ~/.cache."""
+    """The cache of devtools/cluster/build.sh: $INFERENCE_CACHE, else $XDG_CACHE_HOME or ~/.cache."""
     if env.get("INFERENCE_CACHE"):
         return pathlib.Path(env["INFERENCE_CACHE"])
     xdg = env.get("XDG_CACHE_HOME")

@@ -7,7 +7,7 @@
 
 The webhook, the controller, the Hugging Face mirror and the runtime stand-in run as local background
 processes with their logs and pids under ``.demo/`` (``INFERENCE_DEMO_DIR``). The local control plane
-is ``python -m tests.cluster`` (state in ``.cluster/``). With ``HF_ENDPOINT`` set, the controller uses
+is ``python -m devtools.cluster`` (state in ``.cluster/``). With ``HF_ENDPOINT`` set, the controller uses
 that Hub endpoint and no mirror is started.
 
 The pure helpers (progress lines, the local webhook configurations, the curl command) are tested in
@@ -34,13 +34,13 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from devtools.cluster import launcher, pki
+from devtools.cluster.identity import service_account_kubeconfig
 from hack import lws, procs
 from hack.cert_manager import crds_dir
 from hack.established import wait_established
 from shared import reasons
 from standins import local_webhook
-from tests.cluster import launcher, pki
-from tests.cluster.identity import service_account_kubeconfig
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NAMESPACE = "d8-inference"
@@ -171,8 +171,8 @@ class Demo:
 
 
 def cluster_up(demo: Demo) -> None:
-    say("local control plane: python -m tests.cluster up (a first run builds it from the module proxy)")
-    subprocess.run([demo.python, "-m", "tests.cluster", "up"], cwd=demo.root, env=demo.env, check=True)
+    say("local control plane: python -m devtools.cluster up (a first run builds it from the module proxy)")
+    subprocess.run([demo.python, "-m", "devtools.cluster", "up"], cwd=demo.root, env=demo.env, check=True)
     (demo.state / "bin-dir").unlink(missing_ok=True)
 
 
@@ -511,7 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             stop_processes(demo)
             if not args.keep_cluster:
                 subprocess.run(
-                    [demo.python, "-m", "tests.cluster", "down"], cwd=demo.root, env=demo.env, check=True
+                    [demo.python, "-m", "devtools.cluster", "down"], cwd=demo.root, env=demo.env, check=True
                 )
             return 0
         t0 = time.monotonic()

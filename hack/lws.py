@@ -1,6 +1,6 @@
 """LeaderWorkerSet (``sigs.k8s.io/lws``) on the local control plane: CRDs, controller, webhooks.
 
-The version is pinned in tests/cluster/versions.env (LWS_VERSION). Everything comes from the Go module
+The version is pinned in devtools/cluster/versions.env (LWS_VERSION). Everything comes from the Go module
 proxy and is cached like cert-manager (hack/cert_manager.py) under ``<cache>/lws-<version>/``:
 
 - ``crds/``: the module's ``config/crd/bases/*.yaml`` (LeaderWorkerSet and DisaggregatedSet: the

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from bench.chaos.stack import Stack
-from tests.cluster import launcher
+from devtools.cluster import launcher
 
 
 @dataclass(frozen=True)

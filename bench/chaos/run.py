@@ -13,7 +13,7 @@ from bench.chaos.faults import Injector, Schedule
 from bench.chaos.stack import LABEL, Stack
 from bench.chaos.watch import Watch
 from controller.kube.client import load_api_client
-from tests.cluster import launcher
+from devtools.cluster import launcher
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kube.client import load_api_client
+from devtools.cluster import launcher
+from devtools.cluster.identity import service_account_kubeconfig
 from standins import local_webhook
 from standins.hub_mirror import RunningMirror, start_mirror
 from standins.runtime import RunningRuntime, make_ca, start_runtime
-from tests.cluster import launcher
-from tests.cluster.identity import service_account_kubeconfig
 from tests.integration.conftest import Cluster, Kubectl
 from tests.integration.platform import HF_TOKEN, NS, SETTINGS, ControllerProcess, Platform
 from tests.integration.webhook_fixture import WebhookProcess, new_pki

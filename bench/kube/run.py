@@ -1,5 +1,5 @@
 """Kubernetes runtime benchmark: the work queue's throughput, and against the real local API server
-(``python -m tests.cluster up`` first) the informer's event latency, the cost of a no-op server-side
+(``python -m devtools.cluster up`` first) the informer's event latency, the cost of a no-op server-side
 apply, and the takeover time of the Lease after a crash and after a graceful stop.
 
     .venv/bin/python -m bench.kube.run [--objects 200] [--no-cluster]

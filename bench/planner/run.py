@@ -1,5 +1,5 @@
 """Planner benchmark: build time of the inventory and plan time per order, for fleets of about
-100, 1,000 and 10,000 devices from ``tests.cluster.fleet.large_fleet``.
+100, 1,000 and 10,000 devices from ``devtools.cluster.fleet.large_fleet``.
 
     .venv/bin/python -m bench.planner [--orders 21]      # or bench.planner.run
 
@@ -27,8 +27,8 @@ from typing import Any
 
 from controller.planner import Inventory, PlanOutcome, build_inventory, plan_order
 from controller.planner.ledger import Ledger, Use, use_of
+from devtools.cluster.fleet import large_fleet
 from shared.cel import compile_selector
-from tests.cluster.fleet import large_fleet
 from tests.unit.planner.builders import (
     BGE_LARGE,
     BGE_RERANKER,

@@ -1,7 +1,7 @@
 """The plane of the scale benchmark: the local control plane with the ``scale`` tuning, a fleet of N
 KWOK nodes, and the product deployed as ``make up`` deploys it (hack/demo.py's steps: CRDs, RBAC,
 class, recipe, the webhook registered with the API server, the Hub mirror, the runtime stand-in),
-except that the controller runs as its ServiceAccount (tests/cluster/identity.py), never as admin.
+except that the controller runs as its ServiceAccount (devtools/cluster/identity.py), never as admin.
 
 Processes, logs and pids live in ``.cluster/bench-scale/``.
 """
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from devtools.cluster import fleet, launcher
+from devtools.cluster.identity import service_account_kubeconfig
 from hack import demo as d
 from hack import procs
-from tests.cluster import fleet, launcher
-from tests.cluster.identity import service_account_kubeconfig
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STATE = launcher.STATE / "bench-scale"
@@ -64,10 +64,10 @@ class Plane:
         stop_all(self.demo.state)
         if fresh:
             say("stopping the local control plane and dropping its etcd data (a fresh plane)")
-            subprocess.run([sys.executable, "-m", "tests.cluster", "down"], cwd=ROOT, env=env, check=True)
+            subprocess.run([sys.executable, "-m", "devtools.cluster", "down"], cwd=ROOT, env=env, check=True)
             shutil.rmtree(launcher.STATE / "etcd", ignore_errors=True)
-        say("local control plane, profile scale (tests/cluster/tuning.py)")
-        subprocess.run([sys.executable, "-m", "tests.cluster", "up"], cwd=ROOT, env=env, check=True)
+        say("local control plane, profile scale (devtools/cluster/tuning.py)")
+        subprocess.run([sys.executable, "-m", "devtools.cluster", "up"], cwd=ROOT, env=env, check=True)
         (self.demo.state / "bin-dir").unlink(missing_ok=True)
 
     def apply_fleet(self, nodes: int, volumes: int) -> None:

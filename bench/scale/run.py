@@ -242,6 +242,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.keep:
         import subprocess
 
-        subprocess.run([sys.executable, "-m", "tests.cluster", "down"], cwd=ROOT, check=False)
+        subprocess.run([sys.executable, "-m", "devtools.cluster", "down"], cwd=ROOT, check=False)
     print(json.dumps(result), flush=True)
     return 0

@@ -1,6 +1,6 @@
 """Fixtures for tests against the real local control plane.
 
-- ``cluster`` (session): starts the plane once (``python -m tests.cluster up``), reused when up;
+- ``cluster`` (session): starts the plane once (``python -m devtools.cluster up``), reused when up;
 - ``api``: a kubernetes ApiClient for the admin kubeconfig;
 - ``kubectl``: runs our built kubectl with that kubeconfig;
 - ``namespace``: a fresh namespace per test, deleted afterwards;
@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from tests.cluster import launcher
+from devtools.cluster import launcher
 
 T = TypeVar("T")
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -28,10 +28,10 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
+from devtools.cluster.identity import service_account_kubeconfig
 from hack import lws as lws_plane
 from standins.hub_mirror import RunningMirror, start_mirror
 from standins.runtime import RunningRuntime, make_ca, start_runtime
-from tests.cluster.identity import service_account_kubeconfig
 from tests.integration.conftest import Cluster, Kubectl, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import fleet, launcher
+from devtools.cluster import fleet, launcher
 from tests.integration.conftest import ROOT, Kubectl
 
 pytestmark = pytest.mark.cluster
@@ -160,7 +160,7 @@ class Device:
 
 
 def declared_devices() -> dict[tuple[str, str], Device]:
-    """The fleet's devices as ``tests/cluster/fleet.py`` declares them, keyed by (pool, device)."""
+    """The fleet's devices as ``devtools/cluster/fleet.py`` declares them, keyed by (pool, device)."""
     out = {}
     for s in fleet.resource_slices(fleet.default_fleet()):
         spec = s["spec"]
@@ -577,7 +577,7 @@ def test_a_second_up_is_a_no_op_that_keeps_the_same_processes(kubectl: Kubectl) 
     before = pids()
 
     res = subprocess.run(
-        [sys.executable, "-m", "tests.cluster", "up"],
+        [sys.executable, "-m", "devtools.cluster", "up"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from controller.settings import parse_settings
+from devtools.cluster import fleet, launcher
 from hack.cert_manager import crds_dir
-from tests.cluster import fleet, launcher
 from tests.integration.conftest import Kubectl
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -342,8 +342,8 @@ def test_an_example_applies_with_a_server_side_dry_run(
 def test_the_demo_registration_of_the_local_webhook_is_valid_to_the_api_server(
     kubectl: Kubectl, installed: None, tmp_path: pathlib.Path
 ) -> None:
+    from devtools.cluster import pki
     from standins import local_webhook
-    from tests.cluster import pki
 
     pki.make_ca(tmp_path, "ca", "test CA")
     pem = (tmp_path / "ca.crt").read_bytes()

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from devtools.cluster import fleet
 from hack import lws as lws_plane
-from tests.cluster import fleet
 from tests.integration.conftest import Kubectl
 from tests.integration.lws_fixture import lws  # noqa: F401
 from tests.integration.test_bed import (

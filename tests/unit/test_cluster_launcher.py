@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.cluster import launcher
+from devtools.cluster import launcher
 
 
 @pytest.fixture

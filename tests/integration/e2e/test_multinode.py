@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from devtools.cluster import fleet
 from hack import lws as lws_plane
-from tests.cluster import fleet
 from tests.integration.conftest import wait_for
 from tests.integration.platform import HF_TOKEN, Platform, hf
 from tests.integration.test_bed import allocated_node, allocated_results, condition, items

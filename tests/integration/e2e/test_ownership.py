@@ -58,7 +58,7 @@ def test_an_order_created_again_under_its_name_gets_a_token_of_its_own_and_keeps
     """The previous order's ``<order>-auth`` Secret can outlive it for as long as the garbage
     collector is away (here: kube-controller-manager stopped). The new order must not serve with
     that token, or its token would change under the user when the collector deletes the Secret."""
-    from tests.cluster import launcher
+    from devtools.cluster import launcher
 
     def token_of(secret: dict[str, Any]) -> str:
         return str(secret["data"]["token"])

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import launcher
+from devtools.cluster import launcher
 
 pytestmark = pytest.mark.cluster
 
@@ -56,7 +56,7 @@ def test_a_hundred_nodes_and_two_hundred_orders_end_true_with_no_overcommit() ->
     try:
         f = run_bench(env)
     finally:
-        subprocess.run([sys.executable, "-m", "tests.cluster", "down"], cwd=ROOT, env=env, check=False)
+        subprocess.run([sys.executable, "-m", "devtools.cluster", "down"], cwd=ROOT, env=env, check=False)
     print(json.dumps(f))
     assert f["orders"] == ORDERS
     assert f["nodes"] == NODES

@@ -2,7 +2,7 @@
 
 A snapshot is what ``controller.observe`` would read: the order (with any prior status), its class,
 the model observation, the plan in force, the Deployment, the pods, the owned objects and the probe
-book's record. Plans are real planner answers on the default fleet (``tests.cluster.fleet``), so
+book's record. Plans are real planner answers on the default fleet (``devtools.cluster.fleet``), so
 device classes, products and claim template names are the ones the controller would produce.
 
 - ``snap(**changes)``: a snapshot of an order of a small chat model, class ``gpu.nvidia.com`` then

@@ -1,7 +1,7 @@
 """Builders for planner tests: real model facts, recipes, classes, and small hand-made slices.
 
 The model facts are copied from the models' real config.json and safetensors metadata (numbers
-in the comments). The fleet of the table and property tests is ``tests.cluster.fleet.default_fleet()``;
+in the comments). The fleet of the table and property tests is ``devtools.cluster.fleet.default_fleet()``;
 the small hand-made slices here are for inventory cases (claims, held devices, counters).
 """
 
@@ -11,9 +11,9 @@ from typing import Any
 
 from controller.facts import ModelFacts
 from controller.planner import Inventory, PlanOutcome, PlanRequest, build_inventory, plan_order
+from devtools.cluster.fleet import default_fleet
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.recipe import InferenceRecipe
-from tests.cluster.fleet import default_fleet
 
 DRIVER = "gpu.nvidia.com"
 

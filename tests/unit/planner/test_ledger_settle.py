@@ -8,7 +8,7 @@ from typing import Any
 
 from controller.planner.inventory import DeviceKey
 from controller.planner.ledger import Ledger, Use
-from tests.cluster import fleet
+from devtools.cluster import fleet
 
 Obj = dict[str, Any]
 ORDER = ("team", "chat")

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from tests.cluster import fleet, pki
-from tests.cluster.tuning import tuning
+from devtools.cluster import fleet, pki
+from devtools.cluster.tuning import tuning
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 HERE = pathlib.Path(__file__).resolve().parent
@@ -37,7 +37,7 @@ ETCD_PORT = int(os.environ.get("INFERENCE_ETCD_PORT", "23790"))
 API_PORT = int(os.environ.get("INFERENCE_API_PORT", "16443"))
 KCM_PORT, SCHED_PORT, KWOK_PORT = API_PORT + 1, API_PORT + 2, API_PORT + 3
 SERVICE_CIDR = "10.96.0.0/16"
-# tests/cluster/tuning.py: "scale" for a thousand KWOK nodes (bench.scale); "default" for the tests.
+# devtools/cluster/tuning.py: "scale" for a thousand KWOK nodes (bench.scale); "default" for the tests.
 PROFILE = os.environ.get("INFERENCE_PLANE_PROFILE", "default")
 
 

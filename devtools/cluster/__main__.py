@@ -1,11 +1,11 @@
-"""``python -m tests.cluster up|down|status|env``."""
+"""``python -m devtools.cluster up|down|status|env``."""
 
 from __future__ import annotations
 
 import shutil
 import sys
 
-from tests.cluster import launcher
+from devtools.cluster import launcher
 
 
 def main(argv: list[str]) -> int:
@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
     if cmd == "env":
         print(f"export KUBECONFIG={launcher.P.kubeconfig}")
         return 0
-    print("usage: python -m tests.cluster up|down [--purge]|status|env", file=sys.stderr)
+    print("usage: python -m devtools.cluster up|down [--purge]|status|env", file=sys.stderr)
     return 2
 
 

@@ -1,4 +1,4 @@
 """The local real control plane: build recipe, launcher, and the simulated GPU fleet.
 
-``python -m tests.cluster up|down|status|env``. See docs/local-control-plane.md.
+``python -m devtools.cluster up|down|status|env``. See docs/local-control-plane.md.
 """
