@@ -206,17 +206,29 @@ class Ledger:
 
     def over_committed(self) -> list[DeviceKey]:
         """Devices booked twice (must always be empty): taken whole by two claims, by two
-        reservations, or by a reservation and another order's claim. A reservation overlapping the
-        order's own claim is not counted: between its allocation and ``settle`` the two stand for
-        the same place (the order's claims are named after its pods, ``<order>-...``)."""
+        reservations, or by a reservation and another order's claim.
+
+        Between an order's allocation and its ``settle`` (the order's next reconcile), its claims
+        and its reservation stand for the same place, so neither of these is counted:
+        - a reservation overlapping the order's own claim (claims are named after the order's
+          pods, ``<order>-...``);
+        - a reservation whose order's own claims already hold as many whole devices as it reserves:
+          the scheduler put them elsewhere (a plan names a product, not a device), and another
+          order's claim may take the reserved device before ``settle`` frees it."""
         with self._lock:
             out: set[DeviceKey] = set()
             seen: dict[DeviceKey, tuple[str, str]] = {}
+            by_namespace: dict[str, list[tuple[str, int]]] = {}  # claim name, whole devices
             for (ns, name), use in self._claims.items():
                 out.update(k for k in use.whole if k in seen)
                 seen.update(dict.fromkeys(use.whole, (ns, name)))
+                by_namespace.setdefault(ns, []).append((name, len(use.whole)))
             booked: set[DeviceKey] = set()
             for (ns, order), reservation in self._reservations.items():
+                wanted = len(reservation.use.whole)
+                own = sum(n for name, n in by_namespace.get(ns, ()) if name.startswith(f"{order}-"))
+                if wanted and own >= wanted:
+                    continue  # superseded by the order's own allocation; settle drops it
                 for k in reservation.use.whole:
                     if k in booked:
                         out.add(k)

@@ -548,3 +548,19 @@ def test_a_reservation_overlapping_the_orders_own_allocated_claim_is_not_over_co
     assert ledger.over_committed() == []
     ledger.on_claim(make_claim("other-5c-gpu-q", "ns", [key("h100-0")]))
     assert ledger.over_committed() == [key("h100-0")]
+
+
+def test_a_reservation_whose_order_was_allocated_elsewhere_is_not_over_commit_until_settled() -> None:
+    """The scheduler may give an order other devices than its plan reserved; until the order's next
+    reconcile settles the reservation, another order's claim on the reserved device is no over-commit.
+    A reservation its order's claims do not yet cover still is."""
+    ledger = ledger_of([h100_node("h100-0", 3)])
+    ledger.take(("ns", "b"), [], fixed([key("h100-0", "gpu-0"), key("h100-0", "gpu-1")]))
+    ledger.on_claim(make_claim("other-5c-gpu-q", "ns", [key("h100-0", "gpu-0")]))  # another order's claim
+    assert ledger.over_committed() == [key("h100-0", "gpu-0")]  # b holds nothing yet: a double booking
+    ledger.on_claim(make_claim("b-7d9f-x2-gpu-abc", "ns", [key("h100-0", "gpu-2")]))  # b's first pod
+    assert ledger.over_committed() == [key("h100-0", "gpu-0")]  # one of two reserved devices covered
+    ledger.on_claim(make_claim("b-7d9f-y7-gpu-def", "ns", [key("h100-0", "gpu-1")]))  # b's second pod
+    assert ledger.over_committed() == []
+    ledger.settle(("ns", "b"))
+    assert ledger.over_committed() == []
