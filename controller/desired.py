@@ -103,11 +103,13 @@ def rendered(
     inputs: tuple[object, ...] = (order.spec, plan, cspec, s.settings, fetch)
     hit = _RENDERED.get(key)
     if hit is not None:
-        if all(a is b for a, b in zip(inputs, hit.inputs, strict=True)):
-            return hit.objs
-        prints = tuple(_print(x) for x in inputs)
+        # an input that is the very object rendered from keeps its print; only the others are dumped
+        prints = tuple(
+            p if a is b else _print(a) for a, b, p in zip(inputs, hit.inputs, hit.prints, strict=True)
+        )
         if prints == hit.prints:
-            _RENDERED.put(key, _Rendered(inputs, prints, hit.objs))  # the next reconcile's are these
+            if any(a is not b for a, b in zip(inputs, hit.inputs, strict=True)):
+                _RENDERED.put(key, _Rendered(inputs, prints, hit.objs))  # the next reconcile's are these
             return hit.objs
     else:
         prints = tuple(_print(x) for x in inputs)
