@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from controller import planning, render
+from controller import parsed, planning, render
 from controller.act import Done
 from controller.intents import Intents
 from controller.kinds import Cache
@@ -28,7 +28,6 @@ from controller.planner.reserve import devices_for
 from controller.readings import own_claim_names
 from controller.snapshot import Planning, Snapshot
 from shared import names
-from shared.api.order import InferenceService
 
 
 def plan_hash(plan: LaunchPlan) -> str:
@@ -85,7 +84,7 @@ def after_act(ledger: Ledger, s: Snapshot, planned: Planning, intents: Intents, 
 def rebuild(observer: Observer) -> None:
     for raw in observer.store.list(Cache.ORDERS):
         try:
-            order = InferenceService.model_validate(raw)
+            order = parsed.ORDERS(raw)
         except ValidationError:
             continue
         key = (order.metadata.namespace or "", order.metadata.name)

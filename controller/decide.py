@@ -11,19 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller import drift, planning, progress, readings, render, resolve
+from controller import desired, planning, progress, readings, render, resolve
 from controller.intents import Delete, Intents, ProbeRequest, ScrapeRequest
-from controller.kinds import PRUNED
 from controller.planner import LaunchPlan
 from controller.snapshot import Planning, Snapshot
 from controller.status import StatusFields
 from shared import names
 from shared import reasons as r
-from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import Constraints, Endpoint, ResolvedModel
 from shared.conditions import Verdict, false, find, true, unknown
 
-APPLIED_HASH = "ai.deckhouse.io/applied-hash"
+APPLIED_HASH = desired.APPLIED_HASH
 # Model reasons whose cause is outside the cluster's watches: looked at again after these seconds.
 # The user's Hub token Secret is read by name, never watched (only the order's own Secrets are
 # cached), so a Secret created or fixed later is seen within seconds.
@@ -128,7 +126,10 @@ def decide(s: Snapshot, p: Planning) -> Intents:
     endpoint = render.endpoint_for(s.order, cspec, s.settings)
     token_needed = render.requires_token(cspec)
     if pv.render:
-        _desired(s, d, pv.plan, cspec, render.fetch_spec(m.facts, m.facts.revision))
+        w = desired.wanted(s, pv.plan, cspec, render.fetch_spec(m.facts, m.facts.revision))
+        d.apply.extend(w.apply)
+        d.events.extend(w.events)
+        d.delete.extend(w.delete)
     if token_needed and not s.has_token:
         d.mint_token = True
     d.fields["endpoint"] = Endpoint(url=endpoint.url, type=endpoint.type)
@@ -242,54 +243,12 @@ def _probe(s: Snapshot, d: _Draft, url: str, token: str | None) -> Verdict:
     )
 
 
-def _desired(
-    s: Snapshot, d: _Draft, plan: LaunchPlan, cspec: InferenceServiceClassSpec, fetch: render.FetchSpec
-) -> None:
-    """What to apply (only what changed or drifted) and what to prune (owned, unwanted by the plan)."""
-    desired = render.workload(s.order, plan, cspec, s.settings, revision=fetch.revision, fetch=fetch)
-    for rendered in desired:
-        meta = rendered["metadata"]
-        meta.setdefault("annotations", {})[APPLIED_HASH] = names.short_hash(drift.stable_json(rendered), 16)
-        live = s.live(rendered["kind"], meta["name"])
-        obj = (
-            render.keep_volume_fields(rendered, live)
-            if rendered["kind"] == "PersistentVolumeClaim"
-            else rendered
-        )
-        if (
-            live is not None
-            and (live["metadata"].get("annotations") or {}).get(APPLIED_HASH)
-            == meta["annotations"][APPLIED_HASH]
-        ):
-            edited = drift.drifted(obj, live)
-            if edited is None:
-                continue  # already applied exactly this, and nobody changed it since
-            what = f"{obj['kind']} {meta['name']}"
-            d.events.append(("Warning", "DriftCorrected", f"{what}: {edited} was changed; restored it."))
-        d.apply.append(obj)
-    wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
-    pruned = {k.kind: k.api_version for k in PRUNED}
-    for live in s.owned:
-        kind, meta = str(live.get("kind")), live["metadata"]
-        if kind not in pruned or (kind, meta["name"]) in wanted or not _owned_by(live, s):
-            continue
-        d.delete.append(Delete(pruned[kind], kind, meta["name"]))
-
-
-def _owned_by(obj: dict[str, object] | dict[str, dict[str, object]], s: Snapshot) -> bool:
-    meta = obj["metadata"]
-    assert isinstance(meta, dict)
-    refs = meta.get("ownerReferences") or []
-    assert isinstance(refs, list)
-    return any(ref.get("uid") == s.order.metadata.uid for ref in refs)
-
-
 def _adopt_tls_secret(s: Snapshot, d: _Draft) -> None:
     """cert-manager creates ``<order>-tls`` (it holds a private key); the order adopts it, so
     deleting the order deletes it. Only the ownerReference is applied; cert-manager keeps the data."""
     name = names.tls_secret(s.order.metadata.name)
     live = s.live("Secret", name)
-    if live is None or _owned_by(live, s):
+    if live is None or desired.owned_by(live, s):
         return
     d.apply.append(
         {

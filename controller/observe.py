@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller import render, resolve
+from controller import parsed, render, resolve
 from controller.auth_token import read_auth
 from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from controller.kinds import OWNED, Cache
@@ -31,7 +31,7 @@ from controller.snapshot import Capacity, ModelObservation, Snapshot
 from controller.store import Store
 from shared import names
 from shared import reasons as r
-from shared.api.inference_class import InferenceServiceClass, InferenceServiceClassSpec
+from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
 from shared.api.recipe import InferenceRecipe
 from shared.conditions import Verdict, false, find, true
@@ -68,7 +68,7 @@ class Observer:
         ns, name = order.metadata.namespace or "", order.metadata.name
         recipes = self._recipes()
         class_raw = self.store.get(Cache.CLASSES, None, order.spec.inference_service_class_name)
-        klass = InferenceServiceClass.model_validate(class_raw) if class_raw else None
+        klass = parsed.CLASSES(class_raw) if class_raw else None
         model = self._model(order, klass.spec) if klass is not None else None
         owned = tuple(
             o for k in OWNED if self.store.watches(k.cache) for o in self.store.labelled(k.cache, ns, name)
@@ -131,7 +131,7 @@ class Observer:
         out = []
         for obj in self.store.list(Cache.RECIPES):
             try:
-                out.append(InferenceRecipe.model_validate(obj))
+                out.append(parsed.RECIPES(obj))
             except ValidationError:
                 log.warning("recipe %s does not parse; ignored", obj["metadata"]["name"])
         return tuple(sorted(out, key=lambda x: x.metadata.name))

@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from controller import booking, decide
+from controller import booking, decide, parsed
 from controller.act import Actor
 from controller.classes import class_status
 from controller.kinds import Cache
 from controller.observe import Observer
 from controller.planner import LaunchPlan
-from shared.api.order import InferenceService
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +52,7 @@ class Reconciler:
             self.forget(key)  # the garbage collector deletes what the order owns
             return None
         try:
-            order = InferenceService.model_validate(raw)
+            order = parsed.ORDERS(raw)
         except ValidationError as e:  # the webhook and the schema make this impossible
             log.warning("order %s/%s does not parse: %s", namespace, name, e)
             return None

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from controller.planner.estimate import MemoryEstimate
-from controller.planner.groups import ClassGroups, ExclusiveKey, Order
+from controller.planner.groups import ClassGroups, Order
 from controller.planner.inventory import DeviceKey, Inventory
 from controller.planner.placement import MIB, NVIDIA_DRIVER, SHARED_MODES, Candidate, utilization
 from controller.planner.recipes import RecipeChoice, runs_on
@@ -91,12 +91,14 @@ def _exclusive(
     tp_sizes: Sequence[int],
 ) -> tuple[SortKey, Candidate] | None:
     busy = taken.busy
-    per_node: dict[tuple[ExclusiveKey, str], int] = {}
+    # Busy devices per (group, node). The compute capability is keyed by its precedence, a plain
+    # tuple: hashing and comparing Semvers in these loops was most of a plan on a large fleet.
+    per_node: dict[tuple[str, int, object, str], int] = {}
     for k in busy:
         member = groups.members.get(k)
         if member is not None and member[0].kind != "mig":
             d = member[0]
-            at = ((d.product_name, d.memory_bytes, d.compute_capability), d.node)
+            at = (d.product_name, d.memory_bytes, _plain(d.compute_capability), d.node)
             per_node[at] = per_node.get(at, 0) + 1
     found: tuple[SortKey, Candidate] | None = None
     for gk, group in groups.exclusive.items():
@@ -108,9 +110,10 @@ def _exclusive(
         n = next((n for n in tp_sizes if estimate.per_device_need(n, util) <= memory), None)
         if n is None:
             continue
+        plain = _plain(cap)
         for node in group.at_least.get(n, ()):
             entries = group.nodes[node]
-            if per_node.get((gk, node)):
+            if per_node.get((product, memory, plain, node)):
                 entries = [e for e in entries if e[3] not in busy]
                 if len(entries) < n:
                     continue
@@ -121,6 +124,11 @@ def _exclusive(
                 found = (key, Candidate(device_class, "Exclusive", devices, choice, util))
             break
     return found
+
+
+def _plain(cap: Semver | None) -> object:
+    """What identifies a compute capability for equality (``Semver`` compares by precedence)."""
+    return None if cap is None else cap.precedence()
 
 
 def _mig(

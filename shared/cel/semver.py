@@ -45,6 +45,10 @@ class Semver:
     def _key(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
         return self._precedence
 
+    def precedence(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
+        """A plain tuple equal for equal versions (and ordered as they are): a cheap key."""
+        return self._precedence
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Semver):
             return NotImplemented
