@@ -3,7 +3,8 @@
 Each entry says where the kind lives, which objects of it are cached (a label selector), how an
 event on one of them maps to reconcile keys (``Fanout``), whether the order owns objects of it
 (and so whether the controller prunes the ones a plan no longer wants), and whether its API may be
-missing (cert-manager, the catalog) without holding the start.
+missing (cert-manager, the catalog) without holding the start, and what the informer keeps of each
+object (``transform``, ``controller.slim``).
 
 Adding an owned kind is one new row here; ``Cache`` names the caches, so a misspelt cache is a
 type error, and ``store.Store`` raises on a cache that is not watched.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from controller import slim
 from shared import names
 
 
@@ -62,6 +64,7 @@ class WatchedKind:
     pruned: bool = False  # owned objects a new plan no longer wants are deleted by the controller
     optional: bool = False  # the API may be absent; the start does not wait for this cache
     catalog: bool = False  # watched only while catalog integration is on
+    transform: slim.Transform = slim.whole  # what the informer keeps of an object (cache and handler)
 
 
 _ORDER = names.LABEL_ORDER
@@ -92,7 +95,7 @@ KINDS: tuple[WatchedKind, ...] = (
     WatchedKind(
         Cache.PVCS, "v1", "PersistentVolumeClaim", Fanout.OWNER_LABEL, _ORDER, owned=True, pruned=True
     ),
-    WatchedKind(Cache.PODS, "v1", "Pod", Fanout.OWNER_LABEL, _ORDER),
+    WatchedKind(Cache.PODS, "v1", "Pod", Fanout.OWNER_LABEL, _ORDER, transform=slim.pod),
     WatchedKind(
         Cache.HPAS,
         "autoscaling/v2",
@@ -131,7 +134,13 @@ KINDS: tuple[WatchedKind, ...] = (
     ),
     WatchedKind(Cache.DEVICE_CLASSES, "resource.k8s.io/v1", "DeviceClass", Fanout.EVERYTHING),
     WatchedKind(Cache.RESOURCE_SLICES, "resource.k8s.io/v1", "ResourceSlice", Fanout.CAPACITY),
-    WatchedKind(Cache.RESOURCE_CLAIMS, "resource.k8s.io/v1", "ResourceClaim", Fanout.CAPACITY),
+    WatchedKind(
+        Cache.RESOURCE_CLAIMS,
+        "resource.k8s.io/v1",
+        "ResourceClaim",
+        Fanout.CAPACITY,
+        transform=slim.resource_claim,
+    ),
     WatchedKind(Cache.PRIORITY_CLASSES, "scheduling.k8s.io/v1", "PriorityClass", Fanout.NONE, optional=True),
     WatchedKind(
         Cache.MODELS, "ai.deckhouse.io/v1alpha1", "Model", Fanout.CATALOG, optional=True, catalog=True

@@ -60,6 +60,7 @@ class Controller:
                 label_selector=k.label_selector,
                 index_label=k.label_selector,
                 handler=self._handler(cache),
+                transform=k.transform,
             )
             for cache, k in self.kinds.items()
         }

@@ -7,6 +7,8 @@ for every change. One thread per informer; ``controller.__main__`` runs one per 
 - Any other failure (connection refused or dropped, 5xx, 429) retries with exponential backoff and
   jitter, resuming the watch from the last resourceVersion.
 - A handler that raises is logged; it never stops the informer.
+- ``transform`` (client-go's SetTransform) maps each listed or watched object to what is kept: the
+  cache and the handler both get its result, so a field it drops is gone for both.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Informer:
         max_backoff: float = 30.0,
         page_size: int = 500,
         index_label: str | None = None,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.api_client = api_client
         self.resource = resource
@@ -73,6 +76,7 @@ class Informer:
         self.min_backoff = min_backoff
         self.max_backoff = max_backoff
         self.page_size = page_size
+        self.transform = transform
         self.cache = Cache(index_label)
         self.relists = 0  # how many times the informer listed (1 after the first sync)
         self.watches = 0  # how many watch connections it opened
@@ -181,7 +185,7 @@ class Informer:
     def _complete(self, obj: Obj) -> Obj:
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
-        return obj
+        return obj if self.transform is None else self.transform(obj)
 
     def _relist(self) -> None:
         path = path_for(self.resource, namespace=self.namespace)

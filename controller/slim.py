@@ -1,0 +1,71 @@
+"""What the informers keep of each watched object: client-go's informer transform. Pure.
+
+The informer applies the kind's transform (``kinds.WatchedKind.transform``) to every object before
+caching it and before the event handler sees it, so handlers and cache readers get the same copy.
+
+Every transform drops ``metadata.managedFields`` (no reader uses them; they were about half of
+the cached bytes) and interns every string, keys and values: the same keys, label values,
+images and the model fetcher's inline script are then held once rather than once per object.
+Kinds with large parts no reader uses keep only the parts read:
+
+- a Pod keeps its metadata, ``spec.resourceClaims`` and the status fields read by
+  ``controller.readings``, ``controller.group_status`` and ``controller.progress``;
+- a ResourceClaim keeps its metadata and ``status.allocation`` (the ledger's ``claim_use``,
+  ``observe._allocated``).
+
+Every other kind keeps its whole body: drift compares the live spec of owned workloads, the
+ledger parses the whole spec of a ResourceSlice or DeviceClass from the handler's copy.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+Obj = dict[str, Any]
+Transform = Callable[[Obj], Obj]
+
+# What the readers of a cached Pod's status use (readings, group_status, progress, own_claim_names).
+POD_STATUS = ("phase", "conditions", "podIP", "initContainerStatuses", "resourceClaimStatuses")
+
+
+def interned(value: Any) -> Any:
+    """A copy of decoded JSON with every string, key or value, interned."""
+    if isinstance(value, str):
+        return sys.intern(value)
+    if isinstance(value, dict):
+        return {sys.intern(k): interned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interned(v) for v in value]
+    return value
+
+
+def _interned_obj(obj: Obj) -> Obj:
+    return {sys.intern(k): interned(v) for k, v in obj.items()}
+
+
+def _metadata(obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    return {k: v for k, v in meta.items() if k != "managedFields"}
+
+
+def whole(obj: Obj) -> Obj:
+    """Everything but ``metadata.managedFields``."""
+    return _interned_obj({**obj, "metadata": _metadata(obj)})
+
+
+def pod(obj: Obj) -> Obj:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    out: Obj = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": _metadata(obj)}
+    if "resourceClaims" in spec:
+        out["spec"] = {"resourceClaims": spec["resourceClaims"]}
+    out["status"] = {k: status[k] for k in POD_STATUS if k in status}
+    return _interned_obj(out)
+
+
+def resource_claim(obj: Obj) -> Obj:
+    status = obj.get("status") or {}
+    out: Obj = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": _metadata(obj)}
+    out["status"] = {"allocation": status["allocation"]} if "allocation" in status else {}
+    return _interned_obj(out)
