@@ -30,6 +30,7 @@ from typing import Any
 from controller.planner.inventory import Device, DeviceKey, Inventory
 from controller.planner.roster import Fleet
 from controller.planner.slices import classify, parse_device_class, parse_slice
+from controller.planner.usage import Usage
 from controller.planner.uses import Reservation, Use, claim_use, use_of, with_devices
 from shared.cel import Selector
 
@@ -62,6 +63,7 @@ class Ledger:
         self._epoch = 0
         self._fleet = Fleet()  # devices in order, their index and groups, changed with each slice
         self._all_counters: dict[CounterKey, Decimal] | None = None  # every slice's, same lifetime
+        self._usage = Usage()  # every claim and reservation added up, read with the fleet's counters
 
     # ------------------------------------------------------------------ informer feed
 
@@ -110,11 +112,11 @@ class Ledger:
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         with self._lock:
             use = Use() if deleted else claim_use(obj, self._fleet.roster.index().by_key)
-            before = self._claims.get(key, Use())
+            before = self._claims.pop(key, Use())
+            self._usage.remove(before, claim=True)
             if use.keys:
                 self._claims[key] = use
-            else:
-                self._claims.pop(key, None)
+                self._usage.add(use, claim=True)
             owners = [o.get("name") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"]
             if owners and not deleted:
                 self._claim_owner[key] = str(owners[0])
@@ -167,16 +169,16 @@ class Ledger:
             old = self._reservations.pop(order, None)
             if old is None:
                 return
-            claimed: set[DeviceKey] = set()
-            for use in self._claims.values():
-                claimed |= use.keys
-            if old.use.keys - claimed:
+            self._usage.remove(old.use)
+            if any(not self._usage.claimed(k) for k in old.use.keys):
                 self._epoch += 1
 
     def release(self, order: OrderKey) -> None:
         """The order is gone, or plans nothing: its reservation is freed."""
         with self._lock:
-            if self._reservations.pop(order, None) is not None:
+            old = self._reservations.pop(order, None)
+            if old is not None:
+                self._usage.remove(old.use)
                 self._epoch += 1
             self._exhausted.pop(order, None)
 
@@ -246,8 +248,11 @@ class Ledger:
 
     def _reserve(self, order: OrderKey, plan_hash: str | None, use: Use) -> None:
         old = self._reservations.pop(order, None)
+        if old is not None:
+            self._usage.remove(old.use)
         if plan_hash is not None and use.keys:
             self._reservations[order] = Reservation(plan_hash, use)
+            self._usage.add(use)
         if old is not None and old.use.keys - use.keys:
             self._epoch += 1
 
@@ -258,46 +263,30 @@ class Ledger:
                 classify(d, self._classes, self._class_errors) for d in devices
             )
         self._fleet = Fleet(tuple(d for ds in self._slices.devices.values() for d in ds))
+        self._all_counters = None  # and the usage reads the new fleet's devices
         self._epoch += 1
 
     def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
+        """The aggregate usage less the order's own claims (held) and reservation: in proportion to
+        those, not to every claim and reservation (``tests/unit/planner/ledger_oracle.py`` adds up
+        every other use instead, as this did before)."""
         ns = order[0]
-        allocated: set[DeviceKey] = set()
-        held: set[DeviceKey] = set()
-        consumed: dict[DeviceKey, int] = {}
+        roster = self._fleet.roster
         if self._all_counters is None:
             self._all_counters = {k: v for c in self._slices.counters.values() for k, v in c.items()}
-        counters = dict(self._all_counters)
-        roster = self._fleet.roster
-        by_key = roster.index().by_key
-
-        def take(use: Use) -> None:
-            for k in use.whole:
-                allocated.add(k)
-                device = by_key.get(k)
-                for counter_set, counter, amount in device.consumes if device else ():
-                    ck = (k[0], k[1], counter_set, counter)
-                    if ck in counters:
-                        counters[ck] -= amount
-            for k, n in use.shared:
-                consumed[k] = consumed.get(k, 0) + n
-
-        for (cns, cname), use in self._claims.items():
-            if cns == ns and cname in own_claims:
-                held.update(use.keys)
-            else:
-                take(use)
-        for other, reservation in self._reservations.items():
-            if other != order:
-                take(reservation.use)
+            self._usage.refleet(self._all_counters, roster.index().by_key)
+        own = [u for u in (self._claims.get((ns, c)) for c in own_claims) if u is not None]
+        held = frozenset().union(*(u.keys for u in own))
+        reservation = self._reservations.get(order)
+        taken = self._usage.minus(own if reservation is None else [*own, reservation.use])
         return Inventory(
             devices=roster.devices(),
             device_classes=frozenset(self._classes),
             device_class_errors=dict(self._class_errors),
-            allocated=frozenset(allocated),
-            consumed=consumed,
-            held=frozenset(held),
-            counters=counters,
+            allocated=taken.allocated,
+            consumed=taken.consumed,
+            held=held,
+            counters=taken.counters,
             index=roster.index(),
             groups=self._fleet.groups,
             groups_version=self._fleet.groups.version,
