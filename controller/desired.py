@@ -5,13 +5,14 @@ object with the same hash is applied again only when someone edited it (``contro
 Rendering and hashing the workload on every reconcile was a quarter of the controller's CPU, and
 their inputs seldom change, so both results are memoized. The memo never changes an answer:
 
-- a rendered workload is reused only for the same order (namespace, name, uid) when each input it
-  was rendered from is the same object or has the same JSON: the order's spec, the plan, the class
-  spec, the settings and the fetch;
+- what was rendered (each object's kind, name and applied hash, not the objects) is reused only
+  for the same order (namespace, name, uid) when each input it was rendered from is the same
+  object or has the same JSON: the order's spec, the plan, the class spec, the settings and the
+  fetch;
 - "not drifted" is reused only for the same live object version (uid and resourceVersion, both
   set) and the same applied hash; a drift found is never remembered;
-- the memo's objects are never handed out: what is applied is a copy of them, so nothing a caller
-  does to an intent can change what a later reconcile applies.
+- an object to apply or to check for drift is rendered afresh, so nothing a caller does to an
+  intent can change what a later reconcile applies.
 
 Both memos are bounded (the least recently used entry goes first) and locked: workers share them.
 """
@@ -50,7 +51,7 @@ class Wanted:
 class _Rendered:
     inputs: tuple[object, ...]  # what it was rendered from
     prints: tuple[object, ...]  # their JSON (pydantic models) or themselves (compared by value)
-    objs: tuple[Obj, ...]  # annotated with their applied hash; never handed out
+    summary: tuple[tuple[str, str, str], ...]  # (kind, name, applied hash) of each object, in order
 
 
 _RENDERED: Memo[tuple[str, str, str], _Rendered] = Memo(RENDERED_ENTRIES)
@@ -66,23 +67,32 @@ def clear() -> None:
 def wanted(
     s: Snapshot, plan: LaunchPlan, cspec: InferenceServiceClassSpec, fetch: render.FetchSpec
 ) -> Wanted:
-    """What to apply (only what changed or drifted) and what to prune (owned, unwanted by the plan)."""
-    desired = rendered(s, plan, cspec, fetch)
+    """What to apply (only what changed or drifted) and what to prune (owned, unwanted by the plan).
+
+    The memo keeps, per order, only the kind, name and applied hash of each object (a rendered
+    workload is about 25 KB in memory): the objects are rendered again only when one of them must
+    be applied or checked for drift, so a steady order costs a lookup and a few comparisons."""
+    summary, objs = _summary(s, plan, cspec, fetch)
     apply: list[Obj] = []
     events: list[tuple[str, str, str]] = []
-    for one in desired:
-        meta = one["metadata"]
-        applied_hash = meta["annotations"][APPLIED_HASH]
-        live = s.live(one["kind"], meta["name"])
-        obj = render.keep_volume_fields(one, live) if one["kind"] == "PersistentVolumeClaim" else one
-        if live is not None and (live["metadata"].get("annotations") or {}).get(APPLIED_HASH) == applied_hash:
-            edited = _drifted(obj, live, applied_hash)
+    for i, (kind, name, applied_hash) in enumerate(summary):
+        live = s.live(kind, name)
+        same = (
+            live is not None and (live["metadata"].get("annotations") or {}).get(APPLIED_HASH) == applied_hash
+        )
+        if same and live is not None and _known_clean(live, applied_hash):
+            continue  # already applied exactly this, and nobody changed it since
+        objs = objs if objs is not None else _render(s, plan, cspec, fetch)
+        one = objs[i]
+        obj = render.keep_volume_fields(one, live) if kind == "PersistentVolumeClaim" else one
+        if same and live is not None:
+            edited = drift.drifted(obj, live)
             if edited is None:
-                continue  # already applied exactly this, and nobody changed it since
-            what = f"{obj['kind']} {meta['name']}"
-            events.append(("Warning", "DriftCorrected", f"{what}: {edited} was changed; restored it."))
-        apply.append(_copy(obj))
-    wanted_names = {(o["kind"], o["metadata"]["name"]) for o in desired}
+                _remember_clean(live, applied_hash)
+                continue
+            events.append(("Warning", "DriftCorrected", f"{kind} {name}: {edited} was changed; restored it."))
+        apply.append(obj)
+    wanted_names = {(kind, name) for kind, name, _ in summary}
     pruned = {k.kind: k.api_version for k in PRUNED}
     delete: list[Delete] = []
     for live in s.owned:
@@ -93,11 +103,11 @@ def wanted(
     return Wanted(tuple(apply), tuple(events), tuple(delete))
 
 
-def rendered(
+def _summary(
     s: Snapshot, plan: LaunchPlan, cspec: InferenceServiceClassSpec, fetch: render.FetchSpec
-) -> tuple[Obj, ...]:
-    """The order's workload for the plan, each object annotated with its applied hash (memoized;
-    the objects returned are the memo's own: read them, never change them)."""
+) -> tuple[tuple[tuple[str, str, str], ...], list[Obj] | None]:
+    """The (kind, name, applied hash) of each object the plan wants (memoized), and the objects
+    when they had to be rendered for it (None on a memo hit)."""
     order = s.order
     key = (order.metadata.namespace or "", order.metadata.name, order.metadata.uid or "")
     inputs: tuple[object, ...] = (order.spec, plan, cspec, s.settings, fetch)
@@ -109,19 +119,30 @@ def rendered(
         )
         if prints == hit.prints:
             if any(a is not b for a, b in zip(inputs, hit.inputs, strict=True)):
-                _RENDERED.put(key, _Rendered(inputs, prints, hit.objs))  # the next reconcile's are these
-            return hit.objs
+                _RENDERED.put(key, _Rendered(inputs, prints, hit.summary))  # the next reconcile's are these
+            return hit.summary, None
     else:
         prints = tuple(_print(x) for x in inputs)
-    objs = render.workload(order, plan, cspec, s.settings, revision=fetch.revision, fetch=fetch)
+    objs = _render(s, plan, cspec, fetch)
+    summary = tuple(
+        (str(o["kind"]), str(o["metadata"]["name"]), str(o["metadata"]["annotations"][APPLIED_HASH]))
+        for o in objs
+    )
+    _RENDERED.put(key, _Rendered(inputs, prints, summary))
+    return summary, objs
+
+
+def _render(
+    s: Snapshot, plan: LaunchPlan, cspec: InferenceServiceClassSpec, fetch: render.FetchSpec
+) -> list[Obj]:
+    """The workload rendered afresh (the caller's own objects), each annotated with its applied hash."""
+    objs = render.workload(s.order, plan, cspec, s.settings, revision=fetch.revision, fetch=fetch)
     for obj in objs:
         # the digest is of the object without its own annotation (the right side is evaluated first)
         obj["metadata"].setdefault("annotations", {})[APPLIED_HASH] = names.short_hash(
             drift.stable_json(obj), 16
         )
-    entry = _Rendered(inputs, prints, tuple(objs))
-    _RENDERED.put(key, entry)
-    return entry.objs
+    return objs
 
 
 def owned_by(obj: dict[str, object] | dict[str, dict[str, object]], s: Snapshot) -> bool:
@@ -132,27 +153,23 @@ def owned_by(obj: dict[str, object] | dict[str, dict[str, object]], s: Snapshot)
     return any(ref.get("uid") == s.order.metadata.uid for ref in refs)
 
 
-def _drifted(obj: Obj, live: Obj, applied_hash: str) -> str | None:
+def _clean_key(live: Obj, applied_hash: str) -> tuple[str, str, str] | None:
     meta = live["metadata"]
     uid, version = meta.get("uid"), meta.get("resourceVersion")
-    key = (str(uid), str(version), applied_hash) if uid and version else None
-    if key is not None and _CLEAN.get(key):
-        return None
-    edited = drift.drifted(obj, live)
-    if edited is None and key is not None:
+    return (str(uid), str(version), applied_hash) if uid and version else None
+
+
+def _known_clean(live: Obj, applied_hash: str) -> bool:
+    key = _clean_key(live, applied_hash)
+    return key is not None and bool(_CLEAN.get(key))
+
+
+def _remember_clean(live: Obj, applied_hash: str) -> None:
+    key = _clean_key(live, applied_hash)
+    if key is not None:
         _CLEAN.put(key, True)
-    return edited
 
 
 def _print(x: object) -> object:
     dump = getattr(x, "model_dump_json", None)
     return (type(x), dump()) if dump is not None else x
-
-
-def _copy(obj: Any) -> Any:
-    """A deep copy of a JSON-like object (dicts and lists; every other value is immutable)."""
-    if isinstance(obj, dict):
-        return {k: _copy(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_copy(v) for v in obj]
-    return obj
