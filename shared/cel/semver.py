@@ -42,9 +42,6 @@ class Semver:
         pre = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.pre)
         return (self.major, self.minor, self.patch, 0 if self.pre else 1, pre)
 
-    def _key(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
-        return self._precedence
-
     def precedence(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
         """A plain tuple equal for equal versions (and ordered as they are): a cheap key."""
         return self._precedence
@@ -52,13 +49,13 @@ class Semver:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Semver):
             return NotImplemented
-        return self._key() == other._key()
+        return self.precedence() == other.precedence()
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return hash(self.precedence())
 
     def __lt__(self, other: Semver) -> bool:
-        return self._key() < other._key()
+        return self.precedence() < other.precedence()
 
     def __str__(self) -> str:
         text = f"{self.major}.{self.minor}.{self.patch}"
