@@ -3,7 +3,8 @@
 Order of writes: the ``<order>-auth`` Secret (minted once), the workload objects (server-side
 apply, only those that changed or drifted), the prune, then the status (merge patch on
 ``/status`` carrying the resourceVersion it was computed from, only when it changed), then Events.
-A refused apply (a missing API, RBAC, an invalid manifest) is not transient: the status says
+A new order's first plan is written alone, and its workload applied on the next pass
+(``decide.planned_first``). A refused apply (a missing API, RBAC, an invalid manifest) is not transient: the status says
 ``WorkloadFailed`` with the API server's words, and ``status.resolved`` keeps the plan last
 applied in full.
 """

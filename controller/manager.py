@@ -139,8 +139,9 @@ class Controller:
             keys = wiring.keys_for(cache, obj, orders, capacity_grew=grew, priorities=self._priorities())
             if fanout is Fanout.EVERYTHING or (fanout is Fanout.CAPACITY and grew):
                 keys += wiring.class_keys(self.informers[Cache.CLASSES].list())
+            urgent = cache is Cache.ORDERS and not deleted and wiring.unanswered(obj)
             for key in keys:
-                self.queue.add(key)
+                self.queue.add(key, urgent=urgent)
             self.metrics.queue_depth.set(len(self.queue))
 
         return handle
@@ -167,7 +168,7 @@ class Controller:
         self.metrics.leader.set(1)
         log.info("leading: starting %d workers", self.args.workers)
         for o in self.informers[Cache.ORDERS].list():
-            self.queue.add(wiring.order_key(o))
+            self.queue.add(wiring.order_key(o), urgent=wiring.unanswered(o))
         for c in self.informers[Cache.CLASSES].list():
             self.queue.add(("class", "", c["metadata"]["name"]))
         for i in range(self.args.workers):

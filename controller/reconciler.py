@@ -29,7 +29,8 @@ class Reconciler:
     observer: Observer
     actor: Actor
     clock: Callable[[], float] = time.time
-    # The plan this process last applied, per order: the Deployment cache may lag our own apply.
+    # The plan this process last put in force, per order: applied, or written as Planned with its
+    # workload applied on the next pass (``decide.planned_first``); the Deployment cache may lag.
     applied: dict[tuple[str, str], LaunchPlan] = field(default_factory=dict)
     # The resourceVersion of our last status write, per order: an older cached order is stale.
     written: dict[tuple[str, str], str] = field(default_factory=dict)

@@ -34,6 +34,17 @@ def _spec(order: Obj) -> Obj:
     return spec if isinstance(spec, dict) else {}
 
 
+def unanswered(order: Obj) -> bool:
+    """The order has no Planned answer for its current generation yet (new, or edited since): its
+    key goes to the front of the queue, so a plan's answer never waits behind other orders'
+    workload applies (``WorkQueue.add(urgent=True)``)."""
+    generation = order["metadata"].get("generation")
+    for c in (order.get("status") or {}).get("conditions") or []:
+        if c.get("type") == r.PLANNED:
+            return bool(c.get("status") == "Unknown" or c.get("observedGeneration") != generation)
+    return True
+
+
 def _planned_reason(order: Obj) -> str | None:
     for c in (order.get("status") or {}).get("conditions") or []:
         if c.get("type") == r.PLANNED:

@@ -7,6 +7,10 @@ delaying queue, in one class).
   2^failures, capped at ``max_delay``) and the wait of an overall token bucket (``qps``, ``burst``);
   ``forget`` resets the key's backoff after a success.
 - ``add_after`` schedules a key; the earliest schedule wins.
+- ``add(key, urgent=True)`` queues a key that is not queued yet ahead of every ordinary key (FIFO
+  among urgent keys): a new order's plan is answered at once even when thousands of other orders'
+  workloads wait to be applied, as controller-runtime's priority queue puts fresh events ahead of
+  the backlog. An urgent key that a worker holds goes to the front when it is done.
 
 Time comes from the injected ``clock``, so tests drive it by hand. No I/O.
 """
@@ -57,6 +61,8 @@ class WorkQueue(Generic[K]):
         self._bucket = TokenBucket(qps=qps, burst=burst, now=clock())
         self._cond = threading.Condition()
         self._queue: deque[K] = deque()
+        self._front: deque[K] = deque()  # urgent keys, handed out before any key of ``_queue``
+        self._urgent: set[K] = set()  # held keys added as urgent: they go to the front when done
         self._dirty: set[K] = set()  # queued, or to be queued again after done
         self._processing: set[K] = set()
         self._waiting: list[tuple[float, int, K]] = []  # heap of (ready at, seq, key)
@@ -67,17 +73,21 @@ class WorkQueue(Generic[K]):
 
     # ---------------------------------------------------------------- adding
 
-    def add(self, key: K) -> None:
+    def add(self, key: K, *, urgent: bool = False) -> None:
+        """Queue ``key`` (once). ``urgent``: ahead of the ordinary keys, unless it is queued already."""
         with self._cond:
-            self._add(key)
+            self._add(key, urgent=urgent)
 
-    def _add(self, key: K) -> None:
+    def _add(self, key: K, *, urgent: bool = False) -> None:
         if self._shutting_down or key in self._dirty:
             return
         self._dirty.add(key)
-        if key not in self._processing:
-            self._queue.append(key)
-            self._cond.notify()
+        if key in self._processing:
+            if urgent:
+                self._urgent.add(key)
+            return
+        (self._front if urgent else self._queue).append(key)
+        self._cond.notify()
 
     def add_after(self, key: K, seconds: float) -> None:
         """Add ``key`` once ``seconds`` have passed; an earlier schedule of the same key wins."""
@@ -140,8 +150,8 @@ class WorkQueue(Generic[K]):
                 if self._shutting_down:
                     return None
                 next_at = self._promote(self._clock())
-                if self._queue:
-                    key = self._queue.popleft()
+                if self._front or self._queue:
+                    key = (self._front or self._queue).popleft()
                     self._processing.add(key)
                     self._dirty.discard(key)
                     return key
@@ -157,8 +167,10 @@ class WorkQueue(Generic[K]):
         """The worker finished ``key``; if it was added meanwhile, it is queued again now."""
         with self._cond:
             self._processing.discard(key)
+            urgent = key in self._urgent
+            self._urgent.discard(key)
             if key in self._dirty and not self._shutting_down:
-                self._queue.append(key)
+                (self._front if urgent else self._queue).append(key)
                 self._cond.notify()
 
     # ---------------------------------------------------------- lifecycle
@@ -178,7 +190,7 @@ class WorkQueue(Generic[K]):
         """Depth: keys ready to be handed out (scheduled ones count once they are due)."""
         with self._cond:
             self._promote(self._clock())
-            return len(self._queue)
+            return len(self._front) + len(self._queue)
 
     def waiting(self) -> int:
         """Keys scheduled for later."""

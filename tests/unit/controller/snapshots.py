@@ -29,6 +29,7 @@ from controller.decide import decide
 from controller.facts import ModelFacts
 from controller.intents import Intents
 from controller.planner import Inventory, LaunchPlan, PlanOutcome, PlanRequest, plan_order
+from controller.planning import plan_decision
 from controller.replan import PlanDecision
 from controller.settings import Settings
 from controller.snapshot import Capacity, ModelObservation, Planning, ProbeState, Snapshot
@@ -361,6 +362,16 @@ def conditions_of(st: InferenceServiceStatus) -> dict[str, tuple[str, str]]:
 def decide_and_build(s: Snapshot, p: Planning) -> tuple[Intents, InferenceServiceStatus]:
     intents = decide(s, p)
     return intents, built(s, intents)
+
+
+def first_passes(s: Snapshot) -> tuple[Intents, InferenceServiceStatus, Intents]:
+    """A new order's first reconcile (plans and writes Planned, applies nothing:
+    ``decide.planned_first``) and the next one (applies the workload), as the reconciler runs them:
+    the second observes the first's status and its plan as the plan in force."""
+    p = run_planner(s, plan_decision(s))
+    first, st = decide_and_build(s, p)
+    after = replace(s, order=s.order.model_copy(update={"status": st}), plan_in_force=first.plan)
+    return first, st, decide(after, run_planner(after, plan_decision(after)))
 
 
 def verdict(intents: Intents, type_: str) -> Verdict | None:

@@ -16,6 +16,7 @@ import pytest
 
 from controller import drift
 from controller.decide import APPLIED_HASH, decide
+from controller.intents import Intents
 from controller.planner import LaunchPlan
 from controller.planning import plan_decision
 from controller.snapshot import Capacity, ModelObservation, Planning, ProbeState, Snapshot
@@ -37,6 +38,7 @@ from tests.unit.controller.snapshots import (
     decide_and_build,
     deployment,
     failed,
+    first_passes,
     hpa,
     klass,
     order_with,
@@ -139,21 +141,24 @@ def test_each_planner_refusal_is_reported_for_a_new_order(reason: str, phase: st
     assert intents.waiting is waits, "only capacity reasons wait for capacity"
 
 
-def test_a_planned_order_applies_its_workload_and_records_the_plan() -> None:
+def test_a_new_order_records_its_plan_first_then_applies_its_workload() -> None:
     s = snap()
     p = run_planner(s, plan_decision(s))
     assert p.outcome is not None and p.outcome.plan is not None
-    intents, st = decide_and_build(s, p)
+    first, st, second = first_passes(s)
     c = conditions_of(st)
     assert c[r.PLANNED] == ("True", r.PLANNED_OK)
     assert c[r.WORKLOAD_READY] == ("Unknown", r.PROGRESSING)
     assert st.resolved is not None and st.resolved.device_class == GPU
     assert st.resolved.replan_count == 0
-    kinds = {o["kind"] for o in intents.apply}
-    assert {"Deployment", "ResourceClaimTemplate", "Service", "HorizontalPodAutoscaler"} <= kinds
-    assert intents.plan == p.outcome.plan
+    assert first.apply == () and first.requeue == 0.0, "Planned is written before the workload"
+    assert first.plan == p.outcome.plan
     assert st.endpoint is not None and st.endpoint.url == URL
     assert st.phase == "Pending"
+    kinds = {o["kind"] for o in second.apply}
+    assert {"Deployment", "ResourceClaimTemplate", "Service", "HorizontalPodAutoscaler"} <= kinds
+    assert second.plan == p.outcome.plan
+    assert second.verdicts[r.PLANNED] == first.verdicts[r.PLANNED], "the second pass writes no new status"
 
 
 def test_a_stale_auth_secret_of_a_previous_order_of_the_name_gets_a_token_minted_for_this_one() -> None:
@@ -168,24 +173,26 @@ def test_a_new_storage_class_setting_leaves_an_existing_model_volume_as_it_is() 
     """storageClassName and accessModes of a claim never change: applying the new setting to a
     stored claim would be refused (and reported as WorkloadFailed)."""
     s = snap()
-    p = run_planner(s, plan_decision(s))
-    first, _ = decide_and_build(s, p)
-    live = next(o for o in first.apply if o["kind"] == "PersistentVolumeClaim")
+    first, st, second = first_passes(s)
+    live = next(o for o in second.apply if o["kind"] == "PersistentVolumeClaim")
     assert "storageClassName" not in live["spec"]
     live["spec"]["storageClassName"] = "standard"  # the default class, as the API server stores it
+    applied = replace(s, order=s.order.model_copy(update={"status": st}), plan_in_force=first.plan)
     moved = replace(
-        s, owned=(live,), settings=s.settings.model_copy(update={"model_storage_class": "fast-nvme"})
+        applied, owned=(live,), settings=s.settings.model_copy(update={"model_storage_class": "fast-nvme"})
     )
-    steady = replace(s, owned=(live,))
-    assert "PersistentVolumeClaim" not in {o["kind"] for o in decide_and_build(steady, p)[0].apply}
-    again, _ = decide_and_build(moved, run_planner(moved, plan_decision(moved)))
-    kept = next(o for o in again.apply if o["kind"] == "PersistentVolumeClaim")
+    steady = replace(applied, owned=(live,))
+
+    def decided(x: Snapshot) -> Intents:
+        return decide(x, run_planner(x, plan_decision(x)))
+
+    assert "PersistentVolumeClaim" not in {o["kind"] for o in decided(steady).apply}
+    kept = next(o for o in decided(moved).apply if o["kind"] == "PersistentVolumeClaim")
     assert (kept["metadata"]["name"], kept["spec"]["storageClassName"]) == (
         live["metadata"]["name"],
         "standard",
     )
-    fresh = replace(s, settings=moved.settings)
-    new, _ = decide_and_build(fresh, run_planner(fresh, plan_decision(fresh)))
+    new = decided(replace(applied, settings=moved.settings))
     claim = next(o for o in new.apply if o["kind"] == "PersistentVolumeClaim")
     assert claim["spec"]["storageClassName"] == "fast-nvme"
 
@@ -608,11 +615,9 @@ def test_a_class_not_ready_of_a_new_order_is_not_advisory() -> None:
 def _steady() -> tuple[Snapshot, list[dict[str, Any]]]:
     """A planned order, then the same order with the objects it applied live: what it would apply."""
     s = snap()
-    p = run_planner(s, plan_decision(s))
-    first = decide(s, p)
-    live = list(first.apply)
+    first, st, second = first_passes(s)
+    live = list(second.apply)
     assert first.plan is not None
-    st = decide_and_build(s, p)[1]
     s2 = serving(first.plan, prior=st, owned=tuple(live))
     return s2, live
 

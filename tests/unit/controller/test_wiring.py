@@ -93,6 +93,23 @@ def test_the_waiting_set_follows_each_orders_events() -> None:
     assert [o["metadata"]["name"] for o in waiting.orders()] == ["a"]
 
 
+def _planned(status: str, observed: int | None, generation: int = 2) -> dict[str, Any]:
+    o = order("a")
+    o["metadata"]["generation"] = generation
+    o["status"]["conditions"] = [
+        {"type": "Planned", "status": status, "reason": "x", "observedGeneration": observed}
+    ]
+    return o
+
+
+def test_an_order_is_unanswered_until_planned_is_judged_for_its_generation() -> None:
+    assert wiring.unanswered(order("new"))
+    assert wiring.unanswered(_planned("True", observed=1)), "edited since its plan"
+    assert wiring.unanswered(_planned("Unknown", observed=2))
+    assert not wiring.unanswered(_planned("True", observed=2))
+    assert not wiring.unanswered(_planned("False", observed=2)), "NoCapacity is an answer"
+
+
 def test_owned_objects_map_to_the_order_in_their_label_and_classes_fan_out() -> None:
     pod = {"metadata": {"name": "p", "namespace": "ns", "labels": {"ai.deckhouse.io/inference-service": "o"}}}
     assert wiring.keys_for(Cache.PODS, pod, []) == [("order", "ns", "o")]

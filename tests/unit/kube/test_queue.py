@@ -83,6 +83,37 @@ def test_many_adds_while_processing_requeue_the_key_once() -> None:
     assert drain(q) == [A]
 
 
+def test_urgent_keys_are_handed_out_before_ordinary_ones_in_their_own_order() -> None:
+    q = make_queue(FakeClock())
+    q.add(A)
+    q.add(B, urgent=True)
+    q.add(C, urgent=True)
+    assert len(q) == 3
+    assert drain(q) == [B, C, A]
+
+
+def test_an_urgent_add_of_a_key_already_queued_leaves_it_where_it_is() -> None:
+    q = make_queue(FakeClock())
+    q.add(A)
+    q.add(B)
+    q.add(B, urgent=True)
+    assert drain(q) == [A, B]
+
+
+def test_an_urgent_key_added_while_held_goes_to_the_front_when_done() -> None:
+    q = make_queue(FakeClock())
+    q.add(A)
+    assert q.get(timeout=0) == A
+    q.add(B)
+    q.add(A, urgent=True)
+    q.done(A)
+    assert drain(q) == [A, B]
+    q.add(C)
+    q.done(A)
+    q.add(A)
+    assert drain(q) == [C, A], "the urgency was for one add, not for the key from then on"
+
+
 @pytest.mark.parametrize(
     ("failures", "expected"),
     [(1, 0.005), (2, 0.01), (3, 0.02), (10, 0.005 * 2**9), (18, 0.005 * 2**17), (19, 1000.0), (40, 1000.0)],
