@@ -89,7 +89,7 @@ def transitions(old: InferenceServiceStatus, new: InferenceServiceStatus) -> lis
             continue
         if c.status == "Unknown" and c.reason in (r.AWAITING, r.RECONCILING):
             continue
-        kind = "Warning" if c.status == "False" else "Normal"
+        kind = "Warning" if c.status == "False" and c.reason != r.PROGRESSING else "Normal"
         out.append(Transition(kind, c.reason, f"{c.type}={c.status}: {c.message}".strip()))
     if old.phase != new.phase and new.phase is not None:
         kind = "Warning" if new.phase in ("Failed", "Degraded") else "Normal"

@@ -46,6 +46,25 @@ def test_a_transition_records_an_event_per_changed_condition_and_phase() -> None
     assert second.endpoint is not None and second.endpoint.url == "https://x"
 
 
+def test_a_workload_on_its_way_is_a_normal_event_and_a_failed_one_a_warning() -> None:
+    order = make_order()
+    first = build_status(order, {}, StatusFields(), now=NOW)
+    order.status = first
+
+    def kinds(reason: str) -> dict[str, str]:
+        verdicts = {
+            r.CLASS_RESOLVED: true(r.RESOLVED),
+            r.MODEL_RESOLVED: true(r.RESOLVED),
+            r.PLANNED: true(r.PLANNED_OK),
+            r.WORKLOAD_READY: false(reason, "m"),
+        }
+        new = build_status(order, verdicts, StatusFields(), now=LATER)
+        return {t.reason: t.type for t in transitions(first, new)}
+
+    assert kinds(r.PROGRESSING)[r.PROGRESSING] == "Normal", "waiting for a replica is no warning"
+    assert kinds(r.WORKLOAD_FAILED)[r.WORKLOAD_FAILED] == "Warning"
+
+
 def test_the_status_patch_clears_what_the_new_status_no_longer_has() -> None:
     from controller.status import merge_patch
 
