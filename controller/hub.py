@@ -48,16 +48,20 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
-
-from huggingface_hub.hf_api import ModelInfo
+from typing import TYPE_CHECKING
 
 from controller.factcache import FactsStore, SingleFlight, TtlLru
 from controller.facts import ModelFacts
-from controller.hub_errors import ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
-from controller.hub_requests import HubRequests
+from controller.hub_exceptions import ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from controller.hub_retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from huggingface_hub.hf_api import ModelInfo
+
+    from controller.hub_requests import HubRequests
 
 __all__ = [
     "DEFAULT_ENDPOINT",
@@ -100,15 +104,25 @@ class HubClient:
         rand: Callable[[], float] = random.random,
     ) -> None:
         self.endpoint = (endpoint or DEFAULT_ENDPOINT).rstrip("/")
-        self._requests = HubRequests(
-            endpoint=self.endpoint,
-            timeout=timeout,
-            retry=retry or RetryPolicy(),
-            on_call=on_call or (lambda outcome: None),
-            clock=clock,
-            sleep=sleep,
-            rand=rand,
-        )
+        endpoint_, retry_ = self.endpoint, retry or RetryPolicy()
+        on_call_ = on_call or (lambda outcome: None)
+
+        def make_requests() -> HubRequests:
+            from controller.hub_requests import HubRequests  # deferred: it imports huggingface_hub
+
+            return HubRequests(
+                endpoint=endpoint_,
+                timeout=timeout,
+                retry=retry_,
+                on_call=on_call_,
+                clock=clock,
+                sleep=sleep,
+                rand=rand,
+            )
+
+        self._make_requests = make_requests
+        self._requests_made: HubRequests | None = None
+        self._requests_lock = threading.Lock()
         self._store = store
         self._flight: SingleFlight[tuple[str, ...]] = SingleFlight()
         self._facts: TtlLru[tuple[str, str], ModelFacts] = TtlLru(
@@ -120,6 +134,15 @@ class HubClient:
         self._refusals: TtlLru[tuple[str, str, str], Refusal] = TtlLru(
             max_entries=4 * max_cached_models, ttl=refusal_ttl, clock=clock
         )
+
+    @property
+    def _requests(self) -> HubRequests:
+        """The Hub's HTTP side, made on the first call that needs the Hub: importing huggingface_hub
+        costs a second of start-up, and a restart whose facts are all cached never needs it."""
+        with self._requests_lock:
+            if self._requests_made is None:
+                self._requests_made = self._make_requests()
+            return self._requests_made
 
     # ---- the public calls
 

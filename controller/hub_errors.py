@@ -18,28 +18,17 @@ from huggingface_hub.errors import (
     SafetensorsParsingError,
 )
 
+from controller.hub_exceptions import ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from controller.hub_retry import parse_retry_after
 
-
-class ModelNotFound(Exception):  # noqa: N818 - named after the reason it becomes
-    """The repository, revision or its weights do not exist (or are invisible to the token)."""
-
-
-class ModelAccessDenied(Exception):  # noqa: N818
-    """The repository is gated, or the token was refused."""
-
-
-class ModelSourceUnavailable(Exception):  # noqa: N818
-    """The Hub could not be reached, timed out, or answered 5xx / 429: worth retrying.
-
-    ``status`` is the HTTP status when the Hub answered; ``retry_after`` the seconds to wait before
-    asking again when known (the Hub's ``Retry-After``, or the backoff the client gave up on).
-    """
-
-    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
+__all__ = [
+    "ModelAccessDenied",
+    "ModelNotFound",
+    "ModelSourceUnavailable",
+    "http_status",
+    "retry_after_of",
+    "translate",
+]
 
 
 def http_status(e: Exception) -> int | None:

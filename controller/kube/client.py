@@ -20,6 +20,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from controller.kube import jsondecode
 from controller.kube.errors import ApiUnavailable, error_from_response
 
 ApiClient = Any  # kubernetes.client.ApiClient; the library ships no type information
@@ -216,7 +217,7 @@ def request(
         resp.release_conn()
     if not raw:
         return {}
-    out = json.loads(raw)
+    out = jsondecode.loads(raw)
     return out if isinstance(out, dict) else {"items": out}
 
 

@@ -14,13 +14,13 @@ for every change. One thread per informer; ``controller.__main__`` runs one per 
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 import random
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from controller.kube import jsondecode
 from controller.kube.cache import Cache, Change, Obj
 from controller.kube.client import ApiClient, Resource, open_request, path_for, request
 from controller.kube.errors import ApiUnavailable, Gone, KubeError, error_from_status
@@ -250,7 +250,7 @@ class Informer:
 
     def _handle_line(self, line: bytes) -> None:
         try:
-            event = json.loads(line)
+            event = jsondecode.loads(line)
         except ValueError as e:
             raise ApiUnavailable(f"watch of {self.resource.plural}: undecodable event: {e}", status=0) from e
         kind, obj = event.get("type"), event.get("object") or {}

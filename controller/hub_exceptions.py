@@ -1,0 +1,29 @@
+"""The three exceptions a failed Hub request becomes (``controller.hub_errors.translate`` makes them).
+
+They live apart from ``hub_errors`` so that importing them (``controller.hub``, ``controller.observe``)
+does not import huggingface_hub and httpx2: a restarted controller whose facts are all in its store
+never calls the Hub, and those imports were about a quarter of its start-up imports.
+"""
+
+from __future__ import annotations
+
+
+class ModelNotFound(Exception):  # noqa: N818 - named after the reason it becomes
+    """The repository, revision or its weights do not exist (or are invisible to the token)."""
+
+
+class ModelAccessDenied(Exception):  # noqa: N818
+    """The repository is gated, or the token was refused."""
+
+
+class ModelSourceUnavailable(Exception):  # noqa: N818
+    """The Hub could not be reached, timed out, or answered 5xx / 429: worth retrying.
+
+    ``status`` is the HTTP status when the Hub answered; ``retry_after`` the seconds to wait before
+    asking again when known (the Hub's ``Retry-After``, or the backoff the client gave up on).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
