@@ -115,7 +115,10 @@ class Plane:
             json.dumps({"data": data}),
         )
         d.start_webhook(self.demo)
-        self.controller_env = {**self.demo.env, "HF_ENDPOINT": self.hub_url}
+        # The image runs compiled bytecode (pip compiles the wheel it installs); a source checkout
+        # under PYTHONDONTWRITEBYTECODE would compile every module again at each restart.
+        env = {k: v for k, v in self.demo.env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        self.controller_env = {**env, "HF_ENDPOINT": self.hub_url}
         self.start_controller()
 
     def _start_runtime(self) -> str:
