@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -35,6 +35,7 @@ from controller.planner.slices import classify, parse_device_class, parse_slice
 from controller.planner.usage import Usage
 from controller.planner.uses import Reservation, Use, use_of, with_devices
 from shared.cel import Selector
+from shared.names import order_of
 
 __all__ = ["ClaimShape", "Ledger", "OrderKey", "Reservation", "Use", "shape_of", "use_of", "with_devices"]
 
@@ -122,6 +123,8 @@ class Ledger:
             freed = bool((before.use.keys if before else frozenset()) - use.keys)
             if freed:
                 self._epoch += 1
+            if deleted:
+                self._forget_prior(key, order_of(obj))
             order = claim.order if claim is not None and claim.live and use.keys else None
             reservation = self._reservations.get(order) if order is not None else None
             if order and reservation and covers(reservation, self._claims.of_order(order)):
@@ -231,6 +234,12 @@ class Ledger:
             self._usage.add(use)
         if old is not None and old.use.keys - use.keys:
             self._epoch += 1
+
+    def _forget_prior(self, claim: tuple[str, str], order: str | None) -> None:
+        """A deleted claim stands for no earlier plan any more: a claim of that name is a new one."""
+        reservation = self._reservations.get((claim[0], order)) if order else None
+        if order and reservation is not None and claim[1] in reservation.prior:
+            self._reservations[(claim[0], order)] = replace(reservation, prior=reservation.prior - {claim[1]})
 
     def _settle(self, order: OrderKey) -> bool:
         """Drop the order's reservation; whether that freed capacity (a reserved device no claim holds)."""

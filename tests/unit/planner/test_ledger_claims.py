@@ -145,6 +145,18 @@ def test_a_claim_allocated_before_the_reservation_never_settles_it() -> None:
     assert led.reserved(ORDER) is None
 
 
+def test_a_claim_allocated_before_the_reservation_and_deleted_is_forgotten() -> None:
+    """A claim of the same name after a deletion is a new claim (generated names rarely repeat)."""
+    led = ledger()
+    old = claim("b-0-gpu", [key("h-1", "gpu-0")])
+    led.on_claim(old)
+    reserve(led, [key("h-0")], shape())
+    led.on_claim(old, deleted=True)
+    assert led.reserved(ORDER) is not None
+    led.on_claim(claim("b-0-gpu", [key("h-1", "gpu-1")]))
+    assert led.reserved(ORDER) is None
+
+
 def test_a_claim_of_another_template_never_settles_the_reservation() -> None:
     """The old plan's pod (another product) got its claim allocated after the replan."""
     led = ledger()
