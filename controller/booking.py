@@ -4,7 +4,8 @@ order and the ledger every worker shares.
 - ``book``: when ``planning.plan_decision`` says to (re)compute, run the planner on the ledger's
   free view and reserve its answer in one critical section;
 - ``after_act``: settle, release or keep the reservation from what acting did, and remember
-  whether the order waits for capacity;
+  whether the order waits for capacity (the ledger settles most reservations before, at the
+  allocation of the plan's claims: ``claim_shape`` tells it which claims are the plan's);
 - ``rebuild``: after a start, every plan in force whose claims are not allocated books its place
   again, before any worker runs.
 """
@@ -23,15 +24,22 @@ from controller.metrics import ControllerMetrics
 from controller.observe import Observer
 from controller.planner import LaunchPlan, PlanOutcome, PlanRequest, plan_order
 from controller.planner.inventory import Inventory
-from controller.planner.ledger import Ledger, Use, use_of
+from controller.planner.ledger import ClaimShape, Ledger, Use, shape_of, use_of
 from controller.planner.reserve import devices_for
 from controller.readings import own_claim_names
+from controller.render.claim import claim_devices
 from controller.snapshot import Planning, Snapshot
 from shared import names
 
 
 def plan_hash(plan: LaunchPlan) -> str:
     return names.short_hash(plan.model_dump_json(), 16)
+
+
+def claim_shape(plan: LaunchPlan | None) -> ClaimShape | None:
+    """What the plan's claims ask for: its claim templates' devices (the leader's and the workers'
+    are the same), as the ledger reads them from each claim to settle the plan's reservation."""
+    return shape_of(claim_devices(plan)) if plan is not None else None
 
 
 def book(ledger: Ledger, s: Snapshot, metrics: ControllerMetrics) -> Planning:
@@ -64,7 +72,7 @@ def book(ledger: Ledger, s: Snapshot, metrics: ControllerMetrics) -> Planning:
             return None, Use()
         return plan_hash(outcome.plan), use_of(outcome.allocation, outcome.shared_bytes)
 
-    ledger.take(s.key, own_claim_names(s.pods), plan)
+    ledger.take(s.key, own_claim_names(s.pods), plan, lambda: claim_shape(answers[-1].plan))
     metrics.plans.labels(outcome=answers[0].reason).inc()
     return Planning(outcome=answers[0], trigger=d.trigger, count=d.count, tried=d.tried)
 
@@ -90,7 +98,7 @@ def rebuild(observer: Observer) -> None:
         key = (order.metadata.namespace or "", order.metadata.name)
         plan = observer.plan_in_force(order)
         if plan is not None and not observer.claims_allocated(order, plan):
-            observer.ledger.hold(key, plan_hash(plan), _picker(plan))
+            observer.ledger.hold(key, plan_hash(plan), _picker(plan), claim_shape(plan))
 
 
 def _picker(plan: LaunchPlan) -> Callable[[Inventory], Use]:

@@ -10,8 +10,9 @@ Kinds with large parts no reader uses keep only the parts read:
 
 - a Pod keeps its metadata, ``spec.resourceClaims`` and the status fields read by
   ``controller.readings``, ``controller.group_status`` and ``controller.progress``;
-- a ResourceClaim keeps its metadata and ``status.allocation`` (the ledger's ``claim_use``,
-  ``observe._allocated``).
+- a ResourceClaim keeps its metadata, ``spec.devices`` (what it asks for: the ledger's
+  ``shapes.shape_of`` tells the claims of a plan by it) and ``status.allocation`` (the ledger's
+  ``claim_use``, ``observe._allocated``).
 
 Every other kind keeps its whole body: drift compares the live spec of owned workloads, the
 ledger parses the whole spec of a ResourceSlice or DeviceClass from the handler's copy.
@@ -67,5 +68,8 @@ def pod(obj: Obj) -> Obj:
 def resource_claim(obj: Obj) -> Obj:
     status = obj.get("status") or {}
     out: Obj = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": _metadata(obj)}
+    devices = (obj.get("spec") or {}).get("devices")
+    if devices is not None:
+        out["spec"] = {"devices": devices}
     out["status"] = {"allocation": status["allocation"]} if "allocation" in status else {}
     return _interned_obj(out)

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controller.kinds import BY_CACHE, Cache, Fanout
-from shared import names
 from shared import reasons as r
+from shared.names import order_of as order_of  # the order label rule (the ledger reads it too)
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # ("order", namespace, name) | ("class", "", name)
@@ -131,13 +131,6 @@ def keys_for(
         return out
     owner = order_of(obj)
     return [("order", ns, owner)] if owner else []
-
-
-def order_of(obj: Obj) -> str | None:
-    """The order named by the object's order label (the claims of an order's pods carry it, copied
-    from the claim template)."""
-    owner = ((obj.get("metadata") or {}).get("labels") or {}).get(names.LABEL_ORDER)
-    return str(owner) if owner else None
 
 
 def class_keys(classes: Iterable[Obj]) -> list[Key]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 FIELD_MANAGER = "inference-controller"
 LABEL_ORDER = "ai.deckhouse.io/inference-service"
@@ -36,6 +38,13 @@ def certificate(order: str) -> str:
 
 def claim_template(order: str) -> str:
     return f"{order}-gpu"
+
+
+def order_of(obj: Mapping[str, Any]) -> str | None:
+    """The order named by an object's order label (an order's objects carry it; the claims of its
+    pods too, copied by the resource claim controller from the claim template)."""
+    owner = ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_ORDER)
+    return str(owner) if owner else None
 
 
 def short_hash(text: str, n: int = 8) -> str:

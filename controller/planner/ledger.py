@@ -5,8 +5,8 @@ It holds every device the ResourceSlices publish and what takes it:
 - **allocations** of ResourceClaims (what the scheduler has given out);
 - **reservations**: places this controller planned for an order whose claims are not allocated
   yet, keyed by order and plan hash. A reservation is released when the order's claims are
-  allocated (``settle``), when the order gets another plan (``take`` replaces it), or when the
-  order is deleted (``release``).
+  allocated (``settle``, or at once in ``on_claim``: ``claims.covers``), when the order gets another
+  plan (``take`` replaces it), or when the order is deleted (``release``).
 
 ``take`` runs the planner against the free view and books the answer in one critical section, so
 two workers can never book the same device, MIG device or share. After a restart ``hold`` rebuilds
@@ -23,21 +23,23 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from controller.planner.claims import ClaimBook, OrderKey, covers, over_committed, read_claim
 from controller.planner.inventory import Device, DeviceKey, Inventory
 from controller.planner.roster import Fleet
+from controller.planner.shapes import ClaimShape, shape_of
 from controller.planner.slices import classify, parse_device_class, parse_slice
 from controller.planner.usage import Usage
-from controller.planner.uses import Reservation, Use, claim_use, use_of, with_devices
+from controller.planner.uses import Reservation, Use, use_of, with_devices
 from shared.cel import Selector
+from shared.names import order_of
 
-__all__ = ["Ledger", "OrderKey", "Reservation", "Use", "use_of", "with_devices"]
+__all__ = ["ClaimShape", "Ledger", "OrderKey", "Reservation", "Use", "shape_of", "use_of", "with_devices"]
 
 Obj = Mapping[str, Any]
-OrderKey = tuple[str, str]  # (namespace, name)
 CounterKey = tuple[str, str, str, str]  # (driver, pool, counter set, counter)
 
 
@@ -56,8 +58,7 @@ class Ledger:
         self._slices = _Slices()
         self._classes: dict[str, list[Selector]] = {}
         self._class_errors: dict[str, str] = {}
-        self._claims: dict[tuple[str, str], Use] = {}
-        self._claim_owner: dict[tuple[str, str], str] = {}  # claim -> the pod it was generated for
+        self._claims = ClaimBook()  # allocated claims, and each order's (its order label)
         self._reservations: dict[OrderKey, Reservation] = {}
         self._exhausted: dict[OrderKey, int] = {}
         self._epoch = 0
@@ -107,24 +108,27 @@ class Ledger:
                 self._epoch += 1  # a device, or more memory on one, that was not there before
 
     def on_claim(self, obj: Obj, *, deleted: bool = False) -> bool:
-        """Record a claim's allocation. Returns whether capacity was freed (waiting orders may fit)."""
+        """Record a claim's allocation, and settle its order's reservation once the order's claims
+        stand for it (``claims.covers``). Returns whether capacity was freed (waiting orders may fit)."""
         meta = obj.get("metadata", {})
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         with self._lock:
-            use = Use() if deleted else claim_use(obj, self._fleet.roster.index().by_key)
-            before = self._claims.pop(key, Use())
-            self._usage.remove(before, claim=True)
+            claim = None if deleted else read_claim(obj, self._fleet.roster.index().by_key)
+            before = self._claims.put(key, claim)
+            use = claim.use if claim is not None else Use()
+            if before is not None:
+                self._usage.remove(before.use, claim=True)
             if use.keys:
-                self._claims[key] = use
                 self._usage.add(use, claim=True)
-            owners = [o.get("name") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"]
-            if owners and not deleted:
-                self._claim_owner[key] = str(owners[0])
-            elif deleted:
-                self._claim_owner.pop(key, None)
-            freed = bool(before.keys - use.keys)
+            freed = bool((before.use.keys if before else frozenset()) - use.keys)
             if freed:
                 self._epoch += 1
+            if deleted:
+                self._forget_prior(key, order_of(obj))
+            order = claim.order if claim is not None and claim.live and use.keys else None
+            reservation = self._reservations.get(order) if order is not None else None
+            if order and reservation and covers(reservation, self._claims.of_order(order)):
+                freed = self._settle(order) or freed
             return freed
 
     # ------------------------------------------------------------------ planning
@@ -140,24 +144,33 @@ class Ledger:
         order: OrderKey,
         own_claims: Iterable[str],
         plan: Callable[[Inventory], tuple[str | None, Use]],
+        shape: Callable[[], ClaimShape | None] = lambda: None,
     ) -> None:
         """Run ``plan`` on the order's view and book what it returns, atomically.
 
         ``plan`` returns the plan hash and the devices it counts on (``None``: nothing planned;
-        the order's previous reservation is released).
+        the order's previous reservation is released). ``shape``, asked after ``plan``: what the
+        plan's claims will ask for (``shapes.shape_of`` of its claim template's devices); without
+        it only ``settle`` drops the reservation.
         """
         with self._lock:
             plan_hash, use = plan(self._view(order, frozenset(own_claims)))
-            self._reserve(order, plan_hash, use)
+            self._reserve(order, plan_hash, use, shape() if plan_hash is not None else None)
 
-    def hold(self, order: OrderKey, plan_hash: str, pick: Callable[[Inventory], Use]) -> None:
+    def hold(
+        self,
+        order: OrderKey,
+        plan_hash: str,
+        pick: Callable[[Inventory], Use],
+        shape: ClaimShape | None = None,
+    ) -> None:
         """Rebuild the reservation of a plan in force whose claims are not allocated (a restart),
         unless the order already holds one for that plan."""
         with self._lock:
             current = self._reservations.get(order)
             if current is not None and current.plan_hash == plan_hash:
                 return
-            self._reserve(order, plan_hash, pick(self._view(order, frozenset())))
+            self._reserve(order, plan_hash, pick(self._view(order, frozenset())), shape)
 
     def settle(self, order: OrderKey) -> None:
         """The order's claims are allocated: the allocation now stands for the reservation.
@@ -166,12 +179,7 @@ class Ledger:
         product, not a device): reserved devices that no claim holds are free again, so capacity grew.
         """
         with self._lock:
-            old = self._reservations.pop(order, None)
-            if old is None:
-                return
-            self._usage.remove(old.use)
-            if any(not self._usage.claimed(k) for k in old.use.keys):
-                self._epoch += 1
+            self._settle(order)
 
     def release(self, order: OrderKey) -> None:
         """The order is gone, or plans nothing: its reservation is freed."""
@@ -207,38 +215,9 @@ class Ledger:
             return dict(self._slices.unreadable)
 
     def over_committed(self) -> list[DeviceKey]:
-        """Devices booked twice (must always be empty): taken whole by two claims, by two
-        reservations, or by a reservation and another order's claim.
-
-        Between an order's allocation and its ``settle`` (the order's next reconcile), its claims
-        and its reservation stand for the same place, so neither of these is counted:
-        - a reservation overlapping the order's own claim (claims are named after the order's
-          pods, ``<order>-...``);
-        - a reservation whose order's own claims already hold as many whole devices as it reserves:
-          the scheduler put them elsewhere (a plan names a product, not a device), and another
-          order's claim may take the reserved device before ``settle`` frees it."""
+        """Devices booked twice (must always be empty): ``claims.over_committed``."""
         with self._lock:
-            out: set[DeviceKey] = set()
-            seen: dict[DeviceKey, tuple[str, str]] = {}
-            by_namespace: dict[str, list[tuple[str, int]]] = {}  # claim name, whole devices
-            for (ns, name), use in self._claims.items():
-                out.update(k for k in use.whole if k in seen)
-                seen.update(dict.fromkeys(use.whole, (ns, name)))
-                by_namespace.setdefault(ns, []).append((name, len(use.whole)))
-            booked: set[DeviceKey] = set()
-            for (ns, order), reservation in self._reservations.items():
-                wanted = len(reservation.use.whole)
-                own = sum(n for name, n in by_namespace.get(ns, ()) if name.startswith(f"{order}-"))
-                if wanted and own >= wanted:
-                    continue  # superseded by the order's own allocation; settle drops it
-                for k in reservation.use.whole:
-                    if k in booked:
-                        out.add(k)
-                    booked.add(k)
-                    claim = seen.get(k)
-                    if claim is not None and not (claim[0] == ns and claim[1].startswith(f"{order}-")):
-                        out.add(k)
-            return sorted(out)
+            return over_committed(self._claims, self._reservations)
 
     def device_count(self) -> int:
         with self._lock:
@@ -246,15 +225,32 @@ class Ledger:
 
     # ------------------------------------------------------------------ internals
 
-    def _reserve(self, order: OrderKey, plan_hash: str | None, use: Use) -> None:
+    def _reserve(self, order: OrderKey, plan_hash: str | None, use: Use, shape: ClaimShape | None) -> None:
         old = self._reservations.pop(order, None)
         if old is not None:
             self._usage.remove(old.use)
         if plan_hash is not None and use.keys:
-            self._reservations[order] = Reservation(plan_hash, use)
+            self._reservations[order] = Reservation(plan_hash, use, shape, self._claims.names_of(order))
             self._usage.add(use)
         if old is not None and old.use.keys - use.keys:
             self._epoch += 1
+
+    def _forget_prior(self, claim: tuple[str, str], order: str | None) -> None:
+        """A deleted claim stands for no earlier plan any more: a claim of that name is a new one."""
+        reservation = self._reservations.get((claim[0], order)) if order else None
+        if order and reservation is not None and claim[1] in reservation.prior:
+            self._reservations[(claim[0], order)] = replace(reservation, prior=reservation.prior - {claim[1]})
+
+    def _settle(self, order: OrderKey) -> bool:
+        """Drop the order's reservation; whether that freed capacity (a reserved device no claim holds)."""
+        old = self._reservations.pop(order, None)
+        if old is None:
+            return False
+        self._usage.remove(old.use)
+        if any(not self._usage.claimed(k) for k in old.use.keys):
+            self._epoch += 1
+            return True
+        return False
 
     def _reclassify(self) -> None:
         """A DeviceClass changed: every device's class membership is computed again (rare)."""
@@ -275,7 +271,7 @@ class Ledger:
         if self._all_counters is None:
             self._all_counters = {k: v for c in self._slices.counters.values() for k, v in c.items()}
             self._usage.refleet(self._all_counters, roster.index().by_key)
-        own = [u for u in (self._claims.get((ns, c)) for c in own_claims) if u is not None]
+        own = [c.use for c in (self._claims.get((ns, name)) for name in own_claims) if c is not None]
         held = frozenset().union(*(u.keys for u in own))
         reservation = self._reservations.get(order)
         taken = self._usage.minus(own if reservation is None else [*own, reservation.use])

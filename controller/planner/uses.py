@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from controller.planner.inventory import Device, DeviceKey, Inventory
+from controller.planner.shapes import ClaimShape
 from shared.quantity import parse_quantity
 
 Obj = Mapping[str, Any]
@@ -28,8 +29,14 @@ class Use:
 
 @dataclass(frozen=True, slots=True)
 class Reservation:
+    """A plan's place, until the order's claims stand for it. ``shape``: what the plan's claims ask
+    for (None: unknown, only ``settle`` drops it); ``prior``: the order's claims allocated when it was
+    made, which stand for an earlier plan, never for this one."""
+
     plan_hash: str
     use: Use
+    shape: ClaimShape | None = None
+    prior: frozenset[str] = frozenset()
 
 
 def claim_use(claim: Obj, known: Mapping[DeviceKey, Device]) -> Use:

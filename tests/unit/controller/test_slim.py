@@ -15,6 +15,7 @@ from controller import group_status, kinds, progress, readings, slim, wiring
 from controller.kinds import Cache
 from controller.kube.client import resource_for
 from controller.kube.informer import Informer
+from controller.planner.claims import read_claim
 from controller.planner.slices import parse_slice
 from controller.planner.uses import claim_use
 from shared import names
@@ -131,8 +132,10 @@ def test_a_pod_without_claims_or_status_stays_readable() -> None:
 def test_a_claim_keeps_its_allocation_labels_and_owner() -> None:
     full = live("ResourceClaim")
     claim = slim.resource_claim(full)
-    assert set(claim) == {"apiVersion", "kind", "metadata", "status"}
+    assert set(claim) == {"apiVersion", "kind", "metadata", "spec", "status"}
     assert claim["status"] == {"allocation": full["status"]["allocation"]}
+    assert claim["spec"] == {"devices": full["spec"]["devices"]}  # what it asks: the ledger's shape_of
+    assert read_claim(claim, {}) == read_claim(full, {})
     parsed = parse_slice(slim.whole(live("ResourceSlice")), {}, {})  # the slice of the claim's device
     assert not isinstance(parsed, str)
     for known in ({}, {d.key: d for d in parsed[0]}):

@@ -14,6 +14,7 @@ from controller.planner import Inventory, PlanOutcome, PlanRequest, build_invent
 from devtools.cluster.fleet import default_fleet
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.recipe import InferenceRecipe
+from shared.names import LABEL_ORDER
 
 DRIVER = "gpu.nvidia.com"
 
@@ -248,8 +249,17 @@ def make_slice(node: str, devices: list[dict[str, Any]], **spec: Any) -> dict[st
     }
 
 
-def make_claim(name: str, namespace: str, keys: list[tuple[str, str, str]], **result: Any) -> dict[str, Any]:
-    return {
+def make_claim(
+    name: str,
+    namespace: str,
+    keys: list[tuple[str, str, str]],
+    *,
+    order: str | None = None,
+    devices: dict[str, Any] | None = None,
+    **result: Any,
+) -> dict[str, Any]:
+    """An allocated claim; ``order``: its order label, ``devices``: its ``spec.devices`` (what it asks)."""
+    claim: dict[str, Any] = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace},
@@ -263,6 +273,11 @@ def make_claim(name: str, namespace: str, keys: list[tuple[str, str, str]], **re
             }
         },
     }
+    if order is not None:
+        claim["metadata"]["labels"] = {LABEL_ORDER: order}
+    if devices is not None:
+        claim["spec"] = {"devices": devices}
+    return claim
 
 
 def inventory_of(

@@ -31,11 +31,11 @@ def view_from_scratch(ledger: Ledger, order: OrderKey, own_claims: frozenset[str
         for k, n in use.shared:
             consumed[k] = consumed.get(k, 0) + n
 
-    for (cns, cname), use in ledger._claims.items():
+    for (cns, cname), claim in ledger._claims.items():
         if cns == ns and cname in own_claims:
-            held.update(use.keys)
+            held.update(claim.use.keys)
         else:
-            take(use)
+            take(claim.use)
     for other, reservation in ledger._reservations.items():
         if other != order:
             take(reservation.use)

@@ -544,7 +544,7 @@ def test_a_slice_that_publishes_other_devices_in_place_of_old_ones_moves_the_epo
 def test_a_reservation_overlapping_the_orders_own_allocated_claim_is_not_over_commit() -> None:
     ledger = ledger_of([h100_node()])
     ledger.take(("ns", "b"), [], fixed([key("h100-0")]))
-    ledger.on_claim(make_claim("b-7d9f-x2-gpu-abc", "ns", [key("h100-0")]))  # b's own pod's claim
+    ledger.on_claim(make_claim("b-7d9f-x2-gpu-abc", "ns", [key("h100-0")], order="b"))  # b's own claim
     assert ledger.over_committed() == []
     ledger.on_claim(make_claim("other-5c-gpu-q", "ns", [key("h100-0")]))
     assert ledger.over_committed() == [key("h100-0")]
@@ -558,9 +558,9 @@ def test_a_reservation_whose_order_was_allocated_elsewhere_is_not_over_commit_un
     ledger.take(("ns", "b"), [], fixed([key("h100-0", "gpu-0"), key("h100-0", "gpu-1")]))
     ledger.on_claim(make_claim("other-5c-gpu-q", "ns", [key("h100-0", "gpu-0")]))  # another order's claim
     assert ledger.over_committed() == [key("h100-0", "gpu-0")]  # b holds nothing yet: a double booking
-    ledger.on_claim(make_claim("b-7d9f-x2-gpu-abc", "ns", [key("h100-0", "gpu-2")]))  # b's first pod
+    ledger.on_claim(make_claim("b-7d9f-x2-gpu-abc", "ns", [key("h100-0", "gpu-2")], order="b"))  # b's 1st pod
     assert ledger.over_committed() == [key("h100-0", "gpu-0")]  # one of two reserved devices covered
-    ledger.on_claim(make_claim("b-7d9f-y7-gpu-def", "ns", [key("h100-0", "gpu-1")]))  # b's second pod
+    ledger.on_claim(make_claim("b-7d9f-y7-gpu-def", "ns", [key("h100-0", "gpu-1")], order="b"))  # 2nd
     assert ledger.over_committed() == []
     ledger.settle(("ns", "b"))
     assert ledger.over_committed() == []
