@@ -70,6 +70,14 @@ class Plane:
         subprocess.run([sys.executable, "-m", "devtools.cluster", "up"], cwd=ROOT, env=env, check=True)
         (self.demo.state / "bin-dir").unlink(missing_ok=True)
 
+    def cluster_down(self) -> None:
+        """Stop the plane and drop its etcd data: the next `make test` or `make up` in this
+        checkout would otherwise start on the bench's thousand nodes and its webhook registration,
+        which points at a port nothing listens on any more."""
+        env = {**os.environ, "INFERENCE_PLANE_PROFILE": "scale"}
+        subprocess.run([sys.executable, "-m", "devtools.cluster", "down"], cwd=ROOT, env=env, check=False)
+        shutil.rmtree(launcher.STATE / "etcd", ignore_errors=True)
+
     def apply_fleet(self, nodes: int, volumes: int) -> None:
         """Nodes beyond the default fleet's, their slices, and a model volume per order."""
         default_nodes = sum(g.count for g in fleet.FLEET)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -233,15 +232,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tracker.stop()
     if not args.keep:
         stop_all(plane.demo.state)
+        plane.cluster_down()
     return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     result = run(args)
-    if not args.keep:
-        import subprocess
-
-        subprocess.run([sys.executable, "-m", "devtools.cluster", "down"], cwd=ROOT, check=False)
     print(json.dumps(result), flush=True)
     return 0
