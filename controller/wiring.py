@@ -34,22 +34,28 @@ def _spec(order: Obj) -> Obj:
     return spec if isinstance(spec, dict) else {}
 
 
+def _planned(order: Obj) -> Obj | None:
+    for c in (order.get("status") or {}).get("conditions") or []:
+        if c.get("type") == r.PLANNED:
+            return c if isinstance(c, dict) else None
+    return None
+
+
 def unanswered(order: Obj) -> bool:
     """The order has no Planned answer for its current generation yet (new, or edited since): its
     key goes to the front of the queue, so a plan's answer never waits behind other orders'
     workload applies (``WorkQueue.add(urgent=True)``)."""
-    generation = order["metadata"].get("generation")
-    for c in (order.get("status") or {}).get("conditions") or []:
-        if c.get("type") == r.PLANNED:
-            return bool(c.get("status") == "Unknown" or c.get("observedGeneration") != generation)
-    return True
+    c = _planned(order)
+    return (
+        c is None
+        or c.get("status") == "Unknown"
+        or c.get("observedGeneration") != order["metadata"].get("generation")
+    )
 
 
 def _planned_reason(order: Obj) -> str | None:
-    for c in (order.get("status") or {}).get("conditions") or []:
-        if c.get("type") == r.PLANNED:
-            return str(c.get("reason"))
-    return None
+    c = _planned(order)
+    return str(c.get("reason")) if c is not None else None
 
 
 def waiting_orders(orders: Iterable[Obj], priorities: Mapping[str, int]) -> list[Key]:
