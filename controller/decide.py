@@ -127,6 +127,8 @@ def decide(s: Snapshot, p: Planning) -> Intents:
     token_needed = render.requires_token(cspec)
     if pv.render and planned_first(s, p):
         d.again(0.0)  # this pass writes Planned; the next one applies the workload
+    elif pv.render and token_needed and s.token is None:
+        d.again(1.0)  # the token is minted in this pass; the workload follows with its digest
     elif pv.render:
         w = desired.wanted(s, pv.plan, cspec, render.fetch_spec(m.facts, m.facts.revision))
         d.apply.extend(w.apply)

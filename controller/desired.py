@@ -110,7 +110,7 @@ def _summary(
     when they had to be rendered for it (None on a memo hit)."""
     order = s.order
     key = (order.metadata.namespace or "", order.metadata.name, order.metadata.uid or "")
-    inputs: tuple[object, ...] = (order.spec, plan, cspec, s.settings, fetch)
+    inputs: tuple[object, ...] = (order.spec, plan, cspec, s.settings, fetch, token_hash(s, cspec))
     hit = _RENDERED.get(key)
     if hit is not None:
         # an input that is the very object rendered from keeps its print; only the others are dumped
@@ -136,13 +136,28 @@ def _render(
     s: Snapshot, plan: LaunchPlan, cspec: InferenceServiceClassSpec, fetch: render.FetchSpec
 ) -> list[Obj]:
     """The workload rendered afresh (the caller's own objects), each annotated with its applied hash."""
-    objs = render.workload(s.order, plan, cspec, s.settings, revision=fetch.revision, fetch=fetch)
+    objs = render.workload(
+        s.order,
+        plan,
+        cspec,
+        s.settings,
+        revision=fetch.revision,
+        fetch=fetch,
+        token_hash=token_hash(s, cspec),
+    )
     for obj in objs:
         # the digest is of the object without its own annotation (the right side is evaluated first)
         obj["metadata"].setdefault("annotations", {})[APPLIED_HASH] = names.short_hash(
             drift.stable_json(obj), 16
         )
     return objs
+
+
+def token_hash(s: Snapshot, cspec: InferenceServiceClassSpec) -> str | None:
+    """A digest of the order's token for its pod template (never the token itself), when it has one."""
+    if s.token is None or not render.requires_token(cspec):
+        return None
+    return names.short_hash(s.token, 16)
 
 
 def owned_by(obj: dict[str, object] | dict[str, dict[str, object]], s: Snapshot) -> bool:

@@ -85,8 +85,12 @@ def workload(
     *,
     revision: str | None,
     fetch: FetchSpec | None = None,
+    token_hash: str | None = None,
 ) -> list[Obj]:
     """Every object to apply for the plan, in apply order (the auth Secret is minted separately).
+
+    ``token_hash`` is a digest of the order's token, set on the runtime's pod template so that a
+    new token rolls the pods (``TOKEN_HASH_ANNOTATION``).
 
     ``fetch`` is what the model fetcher downloads (``fetch_spec``); None: the whole repository
     ``spec.model.ref.name``, for callers that have no facts.
@@ -100,7 +104,9 @@ def workload(
             *claim_templates(order, plan),
             certificate(order, endpoint, settings),
             service(order, leader_only=True),
-            leader_worker_set(order, plan, spec, settings, revision=revision, fetch=fetch),
+            leader_worker_set(
+                order, plan, spec, settings, revision=revision, fetch=fetch, token_hash=token_hash
+            ),
         ]
         if endpoint.type == "External":
             objs.append(ingress(order, endpoint, settings))
@@ -110,7 +116,7 @@ def workload(
         model_volume(order, plan, settings, revision=revision, fetch=fetch),
         certificate(order, endpoint, settings),
         service(order),
-        deployment(order, plan, spec, settings, revision=revision, fetch=fetch),
+        deployment(order, plan, spec, settings, revision=revision, fetch=fetch, token_hash=token_hash),
         autoscaler(order, spec),
     ]
     if endpoint.type == "External":

@@ -11,6 +11,18 @@ from shared.api.order import InferenceService
 
 Obj = dict[str, Any]
 PLAN_ANNOTATION = "ai.deckhouse.io/launch-plan"
+# On the pod template: a digest of the order's token. A new token (``<order>-auth`` deleted and
+# minted again) changes the template, so the pods roll and pick the new ``VLLM_API_KEY`` up; a pod
+# keeps the environment it started with, so without this the old token would go on working.
+TOKEN_HASH_ANNOTATION = "ai.deckhouse.io/token-hash"
+
+
+def template_annotations(plan_hash: str, token_hash: str | None) -> dict[str, str]:
+    """The runtime pod template's annotations: the plan's digest, and the token's when it has one."""
+    out = {"ai.deckhouse.io/plan-hash": plan_hash}
+    if token_hash is not None:
+        out[TOKEN_HASH_ANNOTATION] = token_hash
+    return out
 
 
 class PlanView(Protocol):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from controller.exposure import replica_bounds, requires_token
 from controller.render.claim import claim_devices, claim_template_name
-from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta
+from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta, template_annotations
 from controller.render.fetch import FetchSpec
 from controller.render.pod import pod_spec
 from controller.settings import Settings
@@ -112,11 +112,11 @@ def _pod(
     return pod
 
 
-def _template(order: InferenceService, pod: Obj, plan_hash: str, role: str) -> Obj:
+def _template(order: InferenceService, pod: Obj, plan_hash: str, role: str, token_hash: str | None) -> Obj:
     return {
         "metadata": {
             "labels": {**labels(order), ROLE_LABEL: role},
-            "annotations": {"ai.deckhouse.io/plan-hash": plan_hash},
+            "annotations": template_annotations(plan_hash, token_hash),
         },
         "spec": pod,
     }
@@ -130,6 +130,7 @@ def leader_worker_set(
     *,
     revision: str | None,
     fetch: FetchSpec | None = None,
+    token_hash: str | None = None,
 ) -> Obj:
     plan_json = plan.model_dump_json()
     plan_hash = names.short_hash(plan_json, 16)
@@ -146,8 +147,8 @@ def leader_worker_set(
             "leaderWorkerTemplate": {
                 "size": plan.node_count,
                 "restartPolicy": "RecreateGroupOnPodRestart",
-                "leaderTemplate": _template(order, leader, plan_hash, "leader"),
-                "workerTemplate": _template(order, worker, plan_hash, "worker"),
+                "leaderTemplate": _template(order, leader, plan_hash, "leader", token_hash),
+                "workerTemplate": _template(order, worker, plan_hash, "worker", token_hash),
             },
         },
     }

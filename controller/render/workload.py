@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from controller.exposure import requires_token
 from controller.render import timing
-from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta
+from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta, template_annotations
 from controller.render.fetch import FetchSpec
 from controller.render.pod import pod_spec
 from controller.settings import Settings
@@ -85,6 +85,7 @@ def deployment(
     *,
     revision: str | None,
     fetch: FetchSpec | None = None,
+    token_hash: str | None = None,
 ) -> Obj:
     """The workload. ``replicas`` is left to the HPA (an applied value would fight it)."""
     name = order.metadata.name
@@ -112,7 +113,7 @@ def deployment(
             "template": {
                 "metadata": {
                     "labels": labels(order),
-                    "annotations": {"ai.deckhouse.io/plan-hash": names.short_hash(plan_json, 16)},
+                    "annotations": template_annotations(names.short_hash(plan_json, 16), token_hash),
                 },
                 "spec": pod,
             },

@@ -35,7 +35,10 @@ def _fresh() -> Iterator[None]:
 def reference(s: Snapshot, plan: LaunchPlan, fetch: render.FetchSpec = FETCH) -> list[Obj]:
     """What the decision applied before the memo: rendered afresh, each object hashed."""
     assert s.klass is not None
-    objs = render.workload(s.order, plan, s.klass.spec, s.settings, revision=fetch.revision, fetch=fetch)
+    token_hash = names.short_hash(s.token, 16) if s.token and render.requires_token(s.klass.spec) else None
+    objs = render.workload(
+        s.order, plan, s.klass.spec, s.settings, revision=fetch.revision, fetch=fetch, token_hash=token_hash
+    )
     for o in objs:
         o["metadata"].setdefault("annotations", {})[desired.APPLIED_HASH] = names.short_hash(
             drift.stable_json(o), 16
@@ -74,6 +77,7 @@ CHANGES: dict[str, Any] = {
         fetch,
     ),
     "fetch": lambda s, plan, fetch: (s, plan, replace(fetch, include=(*fetch.include, "extra.json"))),
+    "token": lambda s, plan, fetch: (replace(s, token="a-new-token", has_token=True), plan, fetch),
 }
 
 
