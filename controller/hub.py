@@ -26,9 +26,9 @@ Caches (``controller.factcache``), for N orders of one model:
 - refusals (ModelNotFound, ModelAccessDenied) per (repo, revision, token digest) for ``refusal_ttl``
   seconds (default 10), so a missing or forbidden model costs one attempt per 10 s and a new token
   (a new digest) is tried at once;
-- refusals for size or sanity (ModelNotReady) per (repo, revision, token digest) and per (repo,
-  commit) for ``refused_ttl`` seconds (default 900): a hostile repository is read once, and then
-  costs one model-info request per ``refused_ttl`` per revision;
+- refusals for size or sanity (ModelNotReady) per (repo, revision, token digest) for ``refused_ttl``
+  seconds (default 900), and per (repo, commit) four times as long: a hostile repository is read
+  once, and then costs one model-info request per ``refused_ttl`` per revision;
 - unavailability (ModelSourceUnavailable: 429, 5xx, no answer) per (repo, revision, token digest),
   held for a jittered exponential backoff (10 s, 20 s... up to 320 s; never less than a
   ``Retry-After``, ``controller.hub_retry``) during which the Hub is not asked for that key and the
@@ -161,8 +161,11 @@ class HubClient:
         self._refusals: TtlLru[tuple[str, str, str], Refusal] = TtlLru(
             max_entries=keys, ttl=refusal_ttl, clock=clock
         )
-        self._refused: TtlLru[tuple[str, ...], ModelNotReady] = TtlLru(
+        self._refused: TtlLru[tuple[str, str, str], ModelNotReady] = TtlLru(
             max_entries=keys, ttl=refused_ttl, clock=clock
+        )
+        self._refused_commits: TtlLru[tuple[str, str], ModelNotReady] = TtlLru(
+            max_entries=keys, ttl=4 * refused_ttl, clock=clock
         )
         self._held: TtlLru[tuple[str, str, str], _Held] = TtlLru(
             max_entries=keys, ttl=4 * self._retry.cap, clock=clock
@@ -243,14 +246,14 @@ class HubClient:
         """Taken under the revision key's flight; the commit key is always taken second."""
         with self._flight.hold((repo_id, commit)):
             facts = self._lookup(repo_id, commit)
-            refused = self._refused.get((repo_id, commit)) if facts is None else None
+            refused = self._refused_commits.get((repo_id, commit)) if facts is None else None
             if refused is not None:
                 raise ModelNotReady(str(refused))
             if facts is None:
                 try:
                     facts = self._requests.build(repo_id, commit, info, token)
                 except ModelNotReady as e:
-                    self._refused.put((repo_id, commit), e)
+                    self._refused_commits.put((repo_id, commit), e)
                     raise
                 self._facts.put((repo_id, commit), facts)
                 self._store_put(repo_id, commit, facts)

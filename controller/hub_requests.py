@@ -40,6 +40,7 @@ from controller.model_facts import (
     sibling_sizes,
     weight_format,
 )
+from controller.model_facts.sane import check_config
 
 T = TypeVar("T")
 
@@ -165,6 +166,12 @@ class HubRequests:
                     repo_id, commit, "config.json", token, self._limits.config_bytes
                 ),
             )
+        try:
+            check_config(
+                config or {}, "`config.json`"
+            )  # before the headers: an impossible number costs no more
+        except ImplausibleModelError as e:
+            raise ModelNotReady(f"Repository `{repo_id}` at `{commit}` is refused: {e}") from None
         tensors = self._tensors(repo_id, commit, names, token)
         gguf_metadata = self._gguf_metadata(repo_id, commit, doc, token) if tensors is None else None
         try:
