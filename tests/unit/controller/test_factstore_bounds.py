@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from controller import factstore
+from controller.kube import apply as kapi
+from controller.kube import errors as kerr
 from controller.facts import ModelFacts
 from controller.factstore import ConfigMapFactsStore, key_of
 
@@ -28,7 +30,7 @@ class FakeConfigMap:
     def request(self, _api: Any, method: str, path: str, *, body: Any, content_type: str) -> dict[str, Any]:
         assert method == "PATCH" and content_type == "application/merge-patch+json"
         if self.data is None:
-            raise factstore.kerr.NotFound("not found", status=404)
+            raise kerr.NotFound("not found", status=404)
         self.patches.append(body)
         for key, value in body["data"].items():
             if value is None:
@@ -41,8 +43,8 @@ class FakeConfigMap:
 @pytest.fixture
 def cm(monkeypatch: pytest.MonkeyPatch) -> FakeConfigMap:
     fake = FakeConfigMap()
-    monkeypatch.setattr(factstore.kapi, "get", fake.get)
-    monkeypatch.setattr(factstore.kapi, "create", fake.create)
+    monkeypatch.setattr(kapi, "get", fake.get)
+    monkeypatch.setattr(kapi, "create", fake.create)
     monkeypatch.setattr(factstore, "request", fake.request)
     return fake
 
