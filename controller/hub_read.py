@@ -83,7 +83,9 @@ class BoundedReader:
         first = self.get(url, token, FIRST_READ, shard, repo_id, range_=(0, FIRST_READ - 1), keep=FIRST_READ)
         n = header_length(first, filename=shard, repo_id=repo_id, limit=limits.header_bytes)
         if n > budget:
-            raise too_large(shard, repo_id, "the safetensors headers together", limits.headers_total_bytes)
+            raise too_large(
+                shard, repo_id, "the size of the safetensors headers together", limits.headers_total_bytes
+            )
         if n + 8 <= len(first):
             return first[8 : 8 + n]
         del first

@@ -199,7 +199,7 @@ def _value(data: bytes, pos: int, vtype: int, depth: int = 0) -> tuple[Any, int]
                 raise _TruncatedError
             return n, end
         if etype == _GGUF_ARRAY and depth + 1 >= GGUF_MAX_DEPTH:
-            raise ImplausibleModelError(f"The GGUF header nests arrays more than {GGUF_MAX_DEPTH} deep.")
+            raise ImplausibleModelError(f"GGUF arrays nest more than {GGUF_MAX_DEPTH} deep in its header.")
         for _ in range(n):
             _, pos = _value(data, pos, etype, depth + 1)
         return n, pos

@@ -139,4 +139,25 @@ def hostile_repos() -> dict[str, Repo]:
     ]
     for repo in repos:
         repo.files = dict(sorted(repo.files.items()))
+    assert tuple(r.repo_id for r in repos) == NAMES
     return {r.repo_id: r for r in repos}
+
+
+NAMES = tuple(
+    f"hostile/{name}"
+    for name in (
+        "huge-config",
+        "huge-config-unannounced",
+        "huge-index",
+        "many-shards",
+        "huge-header",
+        "big-headers",
+        "many-files",
+        "negative-layers",
+        "zero-heads",
+        "huge-number",
+        "deep-json",
+        "nested-gguf",
+    )
+)
+"""The hostile repositories' ids, without building them."""

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from controller import factstore
-from controller.kube import apply as kapi
-from controller.kube import errors as kerr
 from controller.facts import ModelFacts
 from controller.factstore import ConfigMapFactsStore, key_of
+from controller.kube import apply as kapi
+from controller.kube import errors as kerr
 
 
 class FakeConfigMap:

@@ -56,7 +56,7 @@ def received_bytes() -> int:
         ("hostile/zero-heads", ["`num_attention_heads` of `config.json` is 0"]),
         ("hostile/huge-number", ["`hidden_size` of `config.json`", "401-digit number"]),
         ("hostile/deep-json", ["`config.json`", "nesting"]),
-        ("hostile/nested-gguf", ["`model-Q4_K_M.gguf`", "nests arrays"]),
+        ("hostile/nested-gguf", ["`model-Q4_K_M.gguf`", "arrays nest"]),
     ],
 )
 def test_a_hostile_repository_is_refused_naming_the_file_or_field(
