@@ -8,11 +8,14 @@ nothing until it is served.
 from __future__ import annotations
 
 import resource
+import time
 from collections.abc import Iterator
 
+import httpx2
 import pytest
 
 from controller.hub import HubClient, HubLimits, ModelNotReady
+from controller.hub_read import get_bounded
 from standins.hub_mirror import RunningMirror, start_mirror
 from tests.unit.hub_support import Clock
 
@@ -114,3 +117,14 @@ def test_the_real_models_fit_within_the_bounds(mirror: RunningMirror) -> None:
     client = HubClient(endpoint=mirror.url, clock=Clock())
     facts = client.fetch_facts(repo_id="deepseek-ai/DeepSeek-V3", revision=None, token=None)
     assert facts.num_hidden_layers == 61
+
+
+def test_a_body_trickling_in_is_cut_at_the_deadline() -> None:
+    """The client's timeout is per read: a body that keeps coming slowly must still end."""
+    with start_mirror(throttle=200_000) as slow:
+        repo = slow.repos["Qwen/Qwen2.5-0.5B-Instruct"]
+        url = f"{slow.url}/Qwen/Qwen2.5-0.5B-Instruct/resolve/{repo.sha}/model.safetensors"
+        start = time.monotonic()
+        with pytest.raises(httpx2.ReadTimeout, match="took more than 1s"):
+            get_bounded(url, headers={}, timeout=10.0, limit=10**12, deadline=1.0)
+        assert time.monotonic() - start < 5.0
