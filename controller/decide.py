@@ -98,7 +98,7 @@ def decide(s: Snapshot, p: Planning) -> Intents:
             revision=m.facts.revision,
         )
     if not m.verdict.ok or m.facts is None or m.endpoint_type is None:
-        wait = _LOOK_AGAIN.get(m.verdict.reason)
+        wait = m.look_again or _LOOK_AGAIN.get(m.verdict.reason)
         if wait is not None:
             d.again(wait)
         if serving:

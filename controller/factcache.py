@@ -30,16 +30,38 @@ V = TypeVar("V")
 
 
 class TtlLru(Generic[K, V]):
-    """A thread-safe map with LRU eviction and an optional time to live; ``clock`` returns seconds."""
+    """A thread-safe map with LRU eviction and an optional time to live; ``clock`` returns seconds.
 
-    def __init__(self, *, max_entries: int, ttl: float | None, clock: Callable[[], float]) -> None:
+    Bounded by ``max_entries`` and, with ``weigh`` (the bytes one value holds), by ``max_bytes``: the
+    least recently used entries go until both bounds hold; a value heavier than ``max_bytes`` is not
+    kept at all.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_entries: int,
+        ttl: float | None,
+        clock: Callable[[], float],
+        max_bytes: int | None = None,
+        weigh: Callable[[V], int] | None = None,
+    ) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._max = max_entries
+        self._max_bytes = max_bytes
+        self._weigh = weigh
+        self._bytes = 0
         self._ttl = ttl
         self._clock = clock
         self._lock = threading.Lock()
-        self._entries: OrderedDict[K, tuple[float, V]] = OrderedDict()
+        self._entries: OrderedDict[K, tuple[float, V, int]] = OrderedDict()
+
+    @property
+    def bytes(self) -> int:
+        """The weight of the values held (0 without ``weigh``)."""
+        with self._lock:
+            return self._bytes
 
     def get(self, key: K) -> V | None:
         """The live value of ``key`` (now the most recently used), or None."""
@@ -48,22 +70,33 @@ class TtlLru(Generic[K, V]):
             if entry is None:
                 return None
             if entry[0] <= self._clock():
-                del self._entries[key]
+                self._drop(key)
                 return None
             self._entries.move_to_end(key)
             return entry[1]
 
     def put(self, key: K, value: V) -> None:
+        weight = self._weigh(value) if self._weigh is not None else 0
         with self._lock:
+            self._drop(key)
+            if self._max_bytes is not None and weight > self._max_bytes:
+                return
             expires = float("inf") if self._ttl is None else self._clock() + self._ttl
-            self._entries[key] = (expires, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            self._entries[key] = (expires, value, weight)
+            self._bytes += weight
+            while len(self._entries) > self._max or (
+                self._max_bytes is not None and self._bytes > self._max_bytes
+            ):
+                self._drop(next(iter(self._entries)))
 
     def pop(self, key: K) -> None:
         with self._lock:
-            self._entries.pop(key, None)
+            self._drop(key)
+
+    def _drop(self, key: K) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= entry[2]
 
     def __len__(self) -> int:
         with self._lock:

@@ -10,6 +10,11 @@ One ConfigMap, one key per commit (``<digest>.json``; about 1 KiB each, up to 10
 the 1 MiB object limit): the shipped Role names it, so the controller reads no other
 ConfigMap. A key is added with a JSON merge patch, which keeps every other key. The stored facts
 carry ``FORMAT``; facts of another format are resolved again (one Hub call per model).
+
+The store is bounded: facts heavier than ``MAX_ENTRY_BYTES`` are not kept (the process cache still
+has them), and when the keys pass ``MAX_BYTES`` in all, the least recently used ones (as this
+process saw them) are removed in the same patch. An order whose facts were evicted asks the Hub
+once more (its recorded commit), so it costs one resolution, never correctness.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from pydantic import ValidationError
@@ -30,6 +36,10 @@ from shared import names
 log = logging.getLogger(__name__)
 NAME = "inference-model-facts"
 FORMAT = 4  # 2: requires_remote_code; 3: files (the selection the fetcher downloads), source_uri; 4: kv_latent (MLA)
+MAX_BYTES = 768 * 1024
+"""The store's keys in all, in bytes of JSON: well within the 1 MiB object limit."""
+MAX_ENTRY_BYTES = 128 * 1024
+"""The heaviest facts kept (a model of 200 shards is about 10 KiB)."""
 
 
 def key_of(repo: str, commit: str) -> str:
@@ -39,23 +49,26 @@ def key_of(repo: str, commit: str) -> str:
 class ConfigMapFactsStore:
     """The ``controller.factcache.FactsStore`` the controller gives its ``HubClient``."""
 
-    def __init__(self, api: Any, namespace: str) -> None:
+    def __init__(self, api: Any, namespace: str, *, max_bytes: int = MAX_BYTES) -> None:
         self._api = api
         self._namespace = namespace
+        self._max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._memory: dict[str, ModelFacts] = {}
+        self._memory: OrderedDict[str, tuple[ModelFacts, int]] = OrderedDict()  # least recently used first
+        self._bytes = 0
         self._loaded = False
 
     def get(self, repo: str, commit: str, /) -> ModelFacts | None:
         key = key_of(repo, commit)
         with self._lock:
-            hit = self._memory.get(key)
             loaded = self._loaded
-        if hit is not None or loaded:
-            return hit
-        self._load()
+        if not loaded:
+            self._load()
         with self._lock:
-            return self._memory.get(key)
+            hit = self._memory.get(key)
+            if hit is not None:
+                self._memory.move_to_end(key)
+            return hit[0] if hit is not None else None
 
     def _load(self) -> None:
         """Read the whole store once (one GET serves every model after a restart)."""
@@ -64,29 +77,47 @@ class ConfigMapFactsStore:
         except kerr.KubeError as e:
             log.warning("facts store %s/%s not read: %s", self._namespace, NAME, e)
             return
-        found: dict[str, ModelFacts] = {}
+        found: dict[str, tuple[ModelFacts, int]] = {}
         for key, text in ((cm or {}).get("data") or {}).items():
             try:
-                found[key] = ModelFacts.model_validate_json(text)
+                found[key] = (ModelFacts.model_validate_json(text), len(text))
             except ValidationError:
                 continue
         with self._lock:
-            self._memory.update(found)
+            for key, entry in found.items():
+                if key not in self._memory:
+                    self._memory[key] = entry
+                    self._memory.move_to_end(key, last=False)  # what this process put is newer
+                    self._bytes += entry[1]
             self._loaded = True
 
     def put(self, repo: str, commit: str, facts: ModelFacts, /) -> None:
         """Record the facts of a resolved commit; best effort (the Hub can answer again)."""
         key = key_of(repo, commit)
+        text = facts.model_dump_json()
+        if len(text) > MAX_ENTRY_BYTES:
+            log.info("facts of %s@%s not recorded: %d bytes of JSON", repo, commit, len(text))
+            return
+        with self._lock:
+            loaded = self._loaded
+        if not loaded:
+            self._load()
         with self._lock:
             if key in self._memory:
                 return
-            self._memory[key] = facts
-        data = {key: facts.model_dump_json()}
+            self._memory[key] = (facts, len(text))
+            self._bytes += len(text)
+            evicted: list[str] = []
+            while self._bytes > self._max_bytes and len(self._memory) > 1:
+                old, (_, size) = self._memory.popitem(last=False)
+                self._bytes -= size
+                evicted.append(old)
+        data: dict[str, str | None] = {key: text, **dict.fromkeys(evicted)}
         try:
             self._patch(data)
         except kerr.NotFound:
             try:
-                kapi.create(self._api, self._configmap(data), field_manager=names.FIELD_MANAGER)
+                kapi.create(self._api, self._configmap({key: text}), field_manager=names.FIELD_MANAGER)
             except kerr.AlreadyExists:
                 self._patch(data)
             except kerr.KubeError as e:
@@ -94,7 +125,7 @@ class ConfigMapFactsStore:
         except kerr.KubeError as e:
             log.warning("facts of %s@%s not recorded: %s", repo, commit, e)
 
-    def _patch(self, data: dict[str, str]) -> None:
+    def _patch(self, data: dict[str, str | None]) -> None:
         request(
             self._api,
             "PATCH",

@@ -1,4 +1,4 @@
-"""The three exceptions a failed Hub request becomes (``controller.hub_errors.translate`` makes them).
+"""The exceptions a failed Hub request becomes (``controller.hub_errors.translate`` makes them).
 
 They live apart from ``hub_errors`` so that importing them (``controller.hub``, ``controller.observe``)
 does not import huggingface_hub and httpx2: a restarted controller whose facts are all in its store
@@ -14,6 +14,12 @@ class ModelNotFound(Exception):  # noqa: N818 - named after the reason it become
 
 class ModelAccessDenied(Exception):  # noqa: N818
     """The repository is gated, or the token was refused."""
+
+
+class ModelNotReady(Exception):  # noqa: N818
+    """The repository is beyond the controller's bounds (a file, a header or a number too large, too
+    many shards, an impossible value): refused for that commit, not retried in a loop. The message
+    names the file or field."""
 
 
 class ModelSourceUnavailable(Exception):  # noqa: N818

@@ -1,33 +1,36 @@
-"""The HTTP requests to the Hub, each retried on 429/503 and translated. I/O edge.
+"""The HTTP requests to the Hub, each bounded and translated. I/O edge.
 
-``HubRequests.call`` runs one request: on HTTP 429 or 503 it waits (``controller.hub_retry``) and
-asks again, within the policy's attempts and budget; any failure leaves as ``ModelNotFound``,
-``ModelAccessDenied`` or ``ModelSourceUnavailable`` (``controller.hub_errors``). ``on_call(outcome)``
-is called once per HTTP request made. A ``Retry-After`` also closes the gate for every other call of
-this client until it has passed: a rate limit is the client's, not one repository's, so the other
-orders wait (or give up at once) instead of spending requests that would be refused too.
+``HubRequests.call`` runs one request and never waits: any failure leaves at once as
+``ModelNotFound``, ``ModelAccessDenied``, ``ModelSourceUnavailable`` (``controller.hub_errors``) or
+``ModelNotReady`` (a bound passed, ``controller.hub_limits``), and ``controller.hub`` decides when the
+order asks again, so a rate limit never holds a worker. ``on_call(outcome)`` is called once per HTTP
+request made. A ``Retry-After`` closes the gate of the token it was answered to (anonymous calls share
+one) until it has passed: a rate limit is the account's, so the other calls of that account fail fast
+instead of spending requests that would be refused too, and other accounts are not held back.
 
 ``build`` makes the requests that give the facts of one commit (see ``controller.hub`` for what they
-cost).
+cost); every body is streamed within the ``HubLimits`` (``controller.hub_read``).
 """
 
 from __future__ import annotations
 
-import json
-import random
+import hashlib
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import quote
 
-from huggingface_hub import HfApi, get_hf_file_metadata, get_session, hf_hub_url, hf_raise_for_status
+from huggingface_hub import get_hf_file_metadata, hf_hub_url
 from huggingface_hub.hf_api import ModelInfo
-from huggingface_hub.utils._headers import build_hf_headers
 
 from controller.facts import ModelFacts
-from controller.hub_errors import ModelNotFound, ModelSourceUnavailable, translate
-from controller.hub_retry import RETRY_STATUSES, RetryPolicy, backoff_delay
+from controller.hub_errors import translate
+from controller.hub_exceptions import ModelNotFound, ModelNotReady, ModelSourceUnavailable
+from controller.hub_limits import HubLimits, parse_header, parse_json, shard_names, too_large
+from controller.hub_read import BoundedReader
 from controller.model_facts import (
+    ImplausibleModelError,
     ModelFactsError,
     TensorMeta,
     gguf_parts,
@@ -37,6 +40,7 @@ from controller.model_facts import (
     sibling_sizes,
     weight_format,
 )
+from controller.model_facts.sane import check_config
 
 T = TypeVar("T")
 
@@ -47,101 +51,106 @@ the tokenizer arrays, so they are well within this."""
 
 class HubRequests:
     """The requests of one ``HubClient``. ``clock`` is monotonic seconds, ``wall_clock`` epoch seconds
-    (for ``Retry-After`` dates), ``sleep`` waits, ``rand`` draws the jitter in [0, 1)."""
+    (for ``Retry-After`` dates)."""
 
     def __init__(
         self,
         *,
         endpoint: str,
         timeout: float,
-        retry: RetryPolicy,
         on_call: Callable[[str], None],
+        limits: HubLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-        rand: Callable[[], float] = random.random,
     ) -> None:
         self.endpoint = endpoint
-        self._api = HfApi(endpoint=endpoint, token=False)
         self._timeout = timeout
-        self._retry = retry
+        self._limits = limits or HubLimits()
+        self._read = BoundedReader(endpoint=endpoint, timeout=timeout, limits=self._limits)
         self._on_call = on_call
         self._clock = clock
         self._wall_clock = wall_clock
-        self._sleep = sleep
-        self._rand = rand
         self._gate_lock = threading.Lock()
-        self._not_before = 0.0  # on ``clock``: no request before this (the last Retry-After)
+        self._not_before: dict[str, float] = {}  # token digest -> on ``clock``: no request before this
 
-    # ---- one request, retried and translated
+    # ---- one request, translated
 
     def call(self, repo_id: str, revision: str, token: str | None, request: Callable[[], T]) -> T:
-        waited = 0.0
-        attempt = 0
-        while True:
-            waited += self._pass_gate(repo_id, budget=self._retry.budget - waited)
-            try:
-                result = request()
-            except Exception as e:
-                outcome, error = translate(
-                    e,
-                    endpoint=self.endpoint,
-                    repo_id=repo_id,
-                    revision=revision,
-                    token=token,
-                    timeout=self._timeout,
-                    now=self._wall_clock(),
-                )
-                self._on_call(outcome)
-                if error is e:
-                    raise
-                if not isinstance(error, ModelSourceUnavailable) or error.status not in RETRY_STATUSES:
-                    raise error from None
-                delay = backoff_delay(attempt, error.retry_after, self._retry, self._rand())
-                if error.retry_after is not None:
-                    self._close_gate(error.retry_after)
-                attempt += 1
-                if attempt >= self._retry.attempts or waited + delay > self._retry.budget:
-                    error.retry_after = max(delay, error.retry_after or 0.0)
-                    raise error from None
-                self._sleep(delay)
-                waited += delay
-                continue
-            self._on_call("ok")
-            return result
+        account = _account(token)
+        self._pass_gate(repo_id, account)
+        try:
+            result = request()
+        except ModelNotReady:
+            self._on_call("refused")
+            raise
+        except Exception as e:
+            outcome, error = translate(
+                e,
+                endpoint=self.endpoint,
+                repo_id=repo_id,
+                revision=revision,
+                token=token,
+                timeout=self._timeout,
+                now=self._wall_clock(),
+            )
+            self._on_call(outcome)
+            if error is e:
+                raise
+            if isinstance(error, ModelSourceUnavailable) and error.retry_after is not None:
+                self._close_gate(account, error.retry_after)
+            raise error from None
+        self._on_call("ok")
+        return result
 
-    def _pass_gate(self, repo_id: str, *, budget: float) -> float:
-        """Wait out a Retry-After another call received, within ``budget``; the seconds waited."""
+    def _pass_gate(self, repo_id: str, account: str) -> None:
+        """Fail fast while a Retry-After this account received has not passed."""
         with self._gate_lock:
-            wait = self._not_before - self._clock()
-        if wait <= 0:
-            return 0.0
-        if wait > budget:
+            until = self._not_before.get(account, 0.0)
+            wait = until - self._clock()
+            if wait <= 0 and account in self._not_before:
+                del self._not_before[account]
+        if wait > 0:
             raise ModelSourceUnavailable(
                 f"The model hub at {self.endpoint} asked to slow down; `{repo_id}` is asked again "
                 f"in {wait:.0f}s.",
                 status=429,
                 retry_after=wait,
             )
-        self._sleep(wait)
-        return wait
 
-    def _close_gate(self, seconds: float) -> None:
+    def _close_gate(self, account: str, seconds: float) -> None:
         with self._gate_lock:
-            self._not_before = max(self._not_before, self._clock() + seconds)
+            until = self._clock() + seconds
+            self._not_before[account] = max(self._not_before.get(account, 0.0), until)
+            if len(self._not_before) > 4096:  # tokens seen once: the gates that have passed go
+                now = self._clock()
+                self._not_before = {k: v for k, v in self._not_before.items() if v > now}
 
     # ---- the requests
 
     def model_info(self, repo_id: str, revision: str | None, token: str | None) -> ModelInfo:
         """``GET /api/models/{repo}[/revision/{rev}]?blobs=True``: the commit sha and the file list."""
-        return self.call(
-            repo_id,
-            revision or "main",
-            token,
-            lambda: self._api.model_info(
-                repo_id, revision=revision, files_metadata=True, token=token or False, timeout=self._timeout
-            ),
-        )
+        url = f"{self.endpoint}/api/models/{repo_id}"
+        if revision is not None:
+            url += f"/revision/{quote(revision, safe='')}"
+        limits = self._limits
+
+        def read() -> ModelInfo:
+            data = self._read.get(
+                url, token, limits.info_bytes, "the model info", repo_id, params={"blobs": "True"}
+            )
+            doc = parse_json(data, filename="the model info", repo_id=repo_id, limits=limits)
+            siblings = doc.get("siblings") or []
+            if not isinstance(siblings, list):
+                raise ModelNotReady(
+                    f"The model info of repository `{repo_id}` is refused: `siblings` is not a list."
+                )
+            if len(siblings) > limits.files:
+                raise too_large(
+                    "the model info", repo_id, f"its listing of {len(siblings)} files", limits.files
+                )
+            return ModelInfo(**doc)  # type: ignore[no-untyped-call]
+
+        return self.call(repo_id, revision or "main", token, read)
 
     def build(self, repo_id: str, commit: str, info: ModelInfo, token: str | None) -> ModelFacts:
         """The facts of ``commit``: config.json, the safetensors headers or the GGUF header."""
@@ -150,8 +159,19 @@ class HubRequests:
         config: dict[str, Any] | None = None
         if "config.json" in names:
             config = self.call(
-                repo_id, commit, token, lambda: self._get_json(repo_id, commit, "config.json", token)
+                repo_id,
+                commit,
+                token,
+                lambda: self._read.json_file(
+                    repo_id, commit, "config.json", token, self._limits.config_bytes
+                ),
             )
+        try:
+            check_config(
+                config or {}, "`config.json`"
+            )  # before the headers: an impossible number costs no more
+        except ImplausibleModelError as e:
+            raise ModelNotReady(f"Repository `{repo_id}` at `{commit}` is refused: {e}") from None
         tensors = self._tensors(repo_id, commit, names, token)
         gguf_metadata = self._gguf_metadata(repo_id, commit, doc, token) if tensors is None else None
         try:
@@ -163,8 +183,15 @@ class HubRequests:
                 tensors=tensors,
                 gguf_metadata=gguf_metadata,
             )
+        except ImplausibleModelError as e:
+            raise ModelNotReady(f"Repository `{repo_id}` at `{commit}` is refused: {e}") from None
         except ModelFactsError as e:
             raise ModelNotFound(str(e)) from None
+        except (TypeError, AttributeError, OverflowError, RecursionError) as e:  # a value of the wrong type
+            raise ModelNotReady(
+                f"Repository `{repo_id}` at `{commit}` is refused: its metadata holds a value of an "
+                f"unexpected type or size ({type(e).__name__}: {str(e)[:200]})."
+            ) from None
 
     def check_access(self, repo_id: str, commit: str, info: ModelInfo, token: str | None) -> None:
         """One HEAD of a file: model info of a gated repo is public, its files are not."""
@@ -181,6 +208,7 @@ class HubRequests:
     def _tensors(
         self, repo_id: str, commit: str, names: set[str], token: str | None
     ) -> list[TensorMeta] | None:
+        limits = self._limits
         if "model.safetensors" in names:
             shards = ["model.safetensors"]
         elif "model.safetensors.index.json" in names:
@@ -188,22 +216,27 @@ class HubRequests:
                 repo_id,
                 commit,
                 token,
-                lambda: self._get_json(repo_id, commit, "model.safetensors.index.json", token),
+                lambda: self._read.json_file(
+                    repo_id, commit, "model.safetensors.index.json", token, limits.index_bytes
+                ),
             )
-            shards = sorted(set((index.get("weight_map") or {}).values()))
+            shards = shard_names(index, repo_id=repo_id, limits=limits)
         else:
             return None
         tensors: list[TensorMeta] = []
+        budget = limits.headers_total_bytes
         for shard in shards:
-            meta = self.call(
+            header = self.call(
                 repo_id,
                 commit,
                 token,
-                lambda shard=shard: self._api.parse_safetensors_file_metadata(  # type: ignore[misc]
-                    repo_id, shard, revision=commit, token=token or False, timeout=self._timeout
-                ),
+                lambda shard=shard, budget=budget: self._read.header(repo_id, commit, shard, token, budget),  # type: ignore[misc]
             )
-            tensors.extend(TensorMeta(n, t.dtype, tuple(t.shape)) for n, t in meta.tensors.items())
+            budget -= len(header)
+            tensors.extend(parse_header(header, filename=shard, repo_id=repo_id, limits=limits))
+            del header
+            if len(tensors) > limits.tensors:
+                raise too_large(shard, repo_id, "the number of tensors up to it", limits.tensors)
         return tensors
 
     def _gguf_metadata(
@@ -215,34 +248,31 @@ class HubRequests:
             return None
         first = gguf_parts(files, pick_gguf(files)[0])[0]
         url = hf_hub_url(repo_id, first, revision=commit, endpoint=self.endpoint)
-
-        def read() -> bytes:
-            headers = {**build_hf_headers(token=token or False), "Range": f"bytes=0-{GGUF_HEADER_BYTES - 1}"}
-            with get_session().stream("GET", url, headers=headers, timeout=self._timeout) as response:
-                hf_raise_for_status(response)
-                data = b""
-                for chunk in response.iter_bytes():  # a server ignoring Range must not send us gigabytes
-                    data += chunk
-                    if len(data) >= GGUF_HEADER_BYTES:
-                        break
-                return data[:GGUF_HEADER_BYTES]
-
-        data = self.call(repo_id, commit, token, read)
+        data = self.call(
+            repo_id,
+            commit,
+            token,
+            lambda: self._read.get(
+                url,
+                token,
+                GGUF_HEADER_BYTES,
+                first,
+                repo_id,
+                range_=(0, GGUF_HEADER_BYTES - 1),
+                keep=GGUF_HEADER_BYTES,
+            ),
+        )
         try:
             return parse_gguf_header(data)
+        except ImplausibleModelError as e:
+            raise ModelNotReady(f"`{first}` of repository `{repo_id}` is refused: {e}") from None
         except ModelFactsError:
             return None  # the model info's `gguf` facts still hold; only the config numbers are missing
 
-    def _get_json(self, repo_id: str, commit: str, filename: str, token: str | None) -> dict[str, Any]:
-        url = hf_hub_url(repo_id, filename, revision=commit, endpoint=self.endpoint)
-        response = get_session().get(
-            url, headers=build_hf_headers(token=token or False), timeout=self._timeout
-        )
-        hf_raise_for_status(response)
-        data = json.loads(response.content)
-        if not isinstance(data, dict):
-            raise ValueError(f"{filename} is not a JSON object")
-        return data
+
+def _account(token: str | None) -> str:
+    """Whose rate limit a call counts against: the token's (as a digest), or the anonymous one."""
+    return hashlib.sha256(token.encode()).hexdigest() if token else ""
 
 
 def info_document(info: ModelInfo) -> dict[str, Any]:

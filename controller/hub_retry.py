@@ -1,12 +1,11 @@
-"""When to ask the Hub again after HTTP 429 or 503: ``Retry-After`` and jittered exponential backoff. Pure.
+"""When to ask the Hub again after it was unavailable: ``Retry-After`` and jittered exponential backoff. Pure.
 
-A request answered 429 (rate limited) or 503 (unavailable) is retried up to ``attempts`` times in
-all. Before retry n (0-based) the client waits ``backoff_delay``: the exponential step
+The controller never waits for the Hub in a worker: a request answered 429 (rate limited), 503 or
+not at all fails at once, and ``controller.hub`` remembers the failure per (repo, revision, token)
+for ``backoff_delay`` seconds, during which the order is not sent to the Hub again and is requeued
+after the remaining wait. Failure n (0-based) in a row holds for the exponential step
 ``min(cap, base * 2**n)``, half of it fixed and half random (so N replicas that were refused together
 do not come back together), and never less than the server's ``Retry-After`` plus that random half.
-The waits of one call add up to at most ``budget`` seconds: when the next wait would pass it, the
-client gives up at once and reports ``ModelSourceUnavailable`` carrying the wait it would have needed,
-so the caller can requeue after it instead of holding a worker.
 
 ``Retry-After`` is either a number of seconds or an HTTP date (RFC 9110, section 10.2.3).
 huggingface_hub's own parser reads only the seconds form, so this module reads both.
@@ -23,14 +22,10 @@ RETRY_STATUSES = frozenset({429, 503})
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    attempts: int = 4
-    """Requests in all for one Hub request that keeps answering 429/503 (1: never retry)."""
-    base: float = 1.0
+    base: float = 10.0
     """The first backoff step, in seconds."""
-    cap: float = 16.0
+    cap: float = 320.0
     """The largest backoff step, in seconds."""
-    budget: float = 30.0
-    """The most one call waits in all, in seconds."""
 
 
 def parse_retry_after(value: str | None, *, now: float) -> float | None:
@@ -53,7 +48,7 @@ def parse_retry_after(value: str | None, *, now: float) -> float | None:
 
 
 def backoff_delay(attempt: int, retry_after: float | None, policy: RetryPolicy, rand: float) -> float:
-    """The wait before retry ``attempt`` (0 = the first retry); ``rand`` is uniform in [0, 1)."""
-    step = min(policy.cap, policy.base * 2.0**attempt)
+    """The wait after failure ``attempt`` in a row (0 = the first); ``rand`` is uniform in [0, 1)."""
+    step = min(policy.cap, policy.base * 2.0 ** min(attempt, 64))
     floor = step / 2 if retry_after is None else max(retry_after, step / 2)
     return floor + rand * step / 2

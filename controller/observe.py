@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from controller import parsed, render, resolve
 from controller.auth_token import read_auth
-from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
+from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelNotReady, ModelSourceUnavailable
 from controller.kinds import OWNED, Cache
 from controller.kube import apply as kapi
 from controller.planner import LaunchPlan
@@ -137,7 +137,10 @@ class Observer:
         return tuple(sorted(out, key=lambda x: x.metadata.name))
 
     def _model(self, order: InferenceService, cspec: InferenceServiceClassSpec) -> ModelObservation:
-        verdict, facts = self._facts(order, cspec)
+        try:
+            verdict, facts = self._facts(order, cspec)
+        except ModelSourceUnavailable as e:  # looked at again when the Hub client's backoff has passed
+            return ModelObservation(false(r.MODEL_SOURCE_UNAVAILABLE, str(e)), look_again=e.retry_after)
         if facts is None or not verdict.ok:
             return ModelObservation(verdict, facts)
         policy, endpoint_type = resolve.policy_verdict(facts, cspec)
@@ -195,8 +198,8 @@ class Observer:
             return false(r.MODEL_NOT_FOUND, str(e)), None
         except ModelAccessDenied as e:
             return false(r.MODEL_ACCESS_DENIED, str(e)), None
-        except ModelSourceUnavailable as e:
-            return false(r.MODEL_SOURCE_UNAVAILABLE, str(e)), None
+        except ModelNotReady as e:
+            return false(r.MODEL_NOT_READY, str(e)), None
         return true(r.RESOLVED, f"{model.ref.name} resolved at {facts.revision}."), facts
 
 

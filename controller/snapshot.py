@@ -34,6 +34,7 @@ class ModelObservation:
     facts: ModelFacts | None = None
     endpoint_type: EndpointType | None = None
     from_record: bool = False
+    look_again: float | None = None  # seconds until the model's source is asked again, when it said
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@
 - ``gguf``: which GGUF file is served, its name's quantization, and its header's key/values;
 - ``parameters``: the logical parameter count from safetensors headers or published totals;
 - ``quantization``: a ``quantization_config`` -> method, bits, group size;
-- ``config``: config.json numbers (context length, dtype).
+- ``config``: config.json numbers (context length, dtype);
+- ``sane``: the bounds every number must be within (``ImplausibleModelError`` names the field).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from controller.model_facts.derive import (
     sibling_sizes,
     weight_format,
 )
-from controller.model_facts.errors import ModelFactsError
+from controller.model_facts.errors import ImplausibleModelError, ModelFactsError
 from controller.model_facts.gguf import (
     GGUF_PREFERENCE,
     config_from_gguf,
@@ -32,6 +33,7 @@ from controller.model_facts.quantization import Quantization, quantization
 
 __all__ = [
     "GGUF_PREFERENCE",
+    "ImplausibleModelError",
     "ModelFactsError",
     "Quantization",
     "TensorMeta",

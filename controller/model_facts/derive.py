@@ -40,6 +40,7 @@ from controller.model_facts.files import runtime_files, safetensors_weights
 from controller.model_facts.gguf import GGUF_ARCHITECTURES, config_from_gguf, gguf_quantization, pick_gguf
 from controller.model_facts.parameters import TensorMeta, dtype_counts, parameter_count
 from controller.model_facts.quantization import quantization
+from controller.model_facts.sane import check_config, check_facts
 from controller.remote_code import needs_remote_code
 from shared.api.enums import EndpointType, ModelFormat
 
@@ -57,7 +58,8 @@ def model_facts(
     tensors: Sequence[TensorMeta] | None = None,
     gguf_metadata: Mapping[str, Any] | None = None,
 ) -> ModelFacts:
-    """The facts of ``repo_id`` at ``commit``. Raises ``ModelFactsError`` for a repo without weights."""
+    """The facts of ``repo_id`` at ``commit``. Raises ``ModelFactsError`` for a repo without weights,
+    ``ImplausibleModelError`` for numbers out of bounds (``model_facts.sane``)."""
     files = sibling_sizes(info)
     fmt = weight_format(files)
     if fmt is None:
@@ -66,9 +68,14 @@ def model_facts(
             "only those formats can be served."
         )
     cfg: Mapping[str, Any] = config or info.get("config") or {}
+    check_config(cfg, "`config.json`" if config else "the model info's `config`")
     if fmt == "GGUF" and not config and gguf_metadata:
-        cfg = {**cfg, **config_from_gguf(gguf_metadata)}
+        from_header = config_from_gguf(gguf_metadata)
+        check_config(from_header, f"the GGUF header of `{pick_gguf(files)[0]}`")
+        cfg = {**cfg, **from_header}
     text_cfg: Mapping[str, Any] = cfg.get("text_config") or cfg
+    if not isinstance(text_cfg, Mapping):
+        text_cfg = cfg
     gguf: Mapping[str, Any] = info.get("gguf") or {}
     arch = model_architecture(cfg, gguf)
     gguf_file: str | None = None
@@ -82,7 +89,7 @@ def model_facts(
     counts = dtype_counts(tensors, info)
     heads = config_int(text_cfg.get("num_attention_heads"))
     hidden = config_int(text_cfg.get("hidden_size"))
-    return ModelFacts(
+    facts = ModelFacts(
         source="HuggingFace",
         name=repo_id,
         revision=commit,
@@ -113,6 +120,7 @@ def model_facts(
         gated=bool(info.get("gated")),
         requires_remote_code=remote_code,
     )
+    return check_facts(facts)
 
 
 def attention_cache(cfg: Mapping[str, Any], heads: int | None, hidden: int | None) -> dict[str, Any]:
@@ -158,7 +166,10 @@ def endpoint_types(
     """The APIs a runtime can serve this model behind (first matching rule, see the module doc)."""
     arch = architecture or ""
     tag_set = set(tags)
-    labels = len(config.get("id2label") or {}) or int(config.get("num_labels") or 1)
+    id2label = config.get("id2label")
+    labels = (
+        (len(id2label) if isinstance(id2label, Mapping) else 0) or config_int(config.get("num_labels")) or 1
+    )
     if pipeline_tag == "text-ranking" or (arch.endswith("ForSequenceClassification") and labels == 1):
         return ("Rerank",)
     if pipeline_tag in EMBEDDING_PIPELINES or ST_FILES & set(filenames):

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from controller.model_facts.errors import ModelFactsError
+from controller.model_facts.errors import ImplausibleModelError, ModelFactsError
 from controller.model_facts.quantization import Quantization
 
 GGUF_PREFERENCE = ("Q4_K_M", "Q4_K_S", "Q4_0", "Q5_K_M", "Q8_0")
@@ -179,7 +179,12 @@ def _string(data: bytes, pos: int) -> tuple[str, int]:
     return data[pos + 8 : end].decode("utf-8", errors="replace"), end
 
 
-def _value(data: bytes, pos: int, vtype: int) -> tuple[Any, int]:
+GGUF_MAX_DEPTH = 4
+"""Arrays nest at most this deep (llama.cpp writes flat arrays): a header of arrays of arrays is refused
+before it can exhaust the stack."""
+
+
+def _value(data: bytes, pos: int, vtype: int, depth: int = 0) -> tuple[Any, int]:
     if vtype in _GGUF_SCALARS:
         fmt = _GGUF_SCALARS[vtype]
         return _unpack(fmt, data, pos)[0], pos + struct.calcsize(fmt)
@@ -193,7 +198,9 @@ def _value(data: bytes, pos: int, vtype: int) -> tuple[Any, int]:
             if end > len(data):
                 raise _TruncatedError
             return n, end
+        if etype == _GGUF_ARRAY and depth + 1 >= GGUF_MAX_DEPTH:
+            raise ImplausibleModelError(f"GGUF arrays nest more than {GGUF_MAX_DEPTH} deep in its header.")
         for _ in range(n):
-            _, pos = _value(data, pos, etype)
+            _, pos = _value(data, pos, etype, depth + 1)
         return n, pos
     raise ModelFactsError(f"unknown GGUF value type {vtype}")

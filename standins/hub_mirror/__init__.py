@@ -71,10 +71,17 @@ def start_mirror(
     port: int = 0,
     tokens: Iterable[str] = (DEFAULT_TOKEN,),
     throttle: float | None = None,
+    hostile: bool = False,
 ) -> RunningMirror:
     """Serve the mirror on ``host:port`` (0: a free port) in a daemon thread; ``throttle`` caps each
-    file body at that many bytes per second."""
-    state = MirrorState(repos=load_repos(), tokens=frozenset(tokens), throttle=throttle)
+    file body at that many bytes per second; ``hostile`` adds the repositories of
+    ``standins.hub_mirror.hostile``."""
+    repos = load_repos()
+    if hostile:
+        from standins.hub_mirror.hostile import hostile_repos
+
+        repos.update(hostile_repos())
+    state = MirrorState(repos=repos, tokens=frozenset(tokens), throttle=throttle)
     server = MirrorServer((host, port), state)
     thread = threading.Thread(target=server.serve_forever, name="hf-mirror", daemon=True)
     thread.start()

@@ -1,5 +1,6 @@
-"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...] [--throttle B]``: serve
-the HF mirror (``--throttle``: at most B bytes per second per file body).
+"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...] [--throttle B] [--hostile]``:
+serve the HF mirror (``--throttle``: at most B bytes per second per file body; ``--hostile``: with
+the hostile repositories of ``standins.hub_mirror.hostile``).
 
 The first stdout line is ``HF mirror listening on http://HOST:PORT``. Tokens accepted for gated
 repositories: ``--token`` (repeatable), else ``HF_MIRROR_TOKENS`` (comma-separated), else
@@ -27,10 +28,13 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="bytes per second of each file body (default: unthrottled)",
     )
+    parser.add_argument("--hostile", action="store_true", help="also serve standins.hub_mirror.hostile")
     args = parser.parse_args(argv)
     env_tokens = [t for t in os.environ.get("HF_MIRROR_TOKENS", "").split(",") if t.strip()]
     tokens = args.token or env_tokens or [DEFAULT_TOKEN]
-    mirror = start_mirror(host=args.host, port=args.port, tokens=tokens, throttle=args.throttle)
+    mirror = start_mirror(
+        host=args.host, port=args.port, tokens=tokens, throttle=args.throttle, hostile=args.hostile
+    )
     print(f"HF mirror listening on {mirror.url}", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -33,6 +33,8 @@ class RepoFile:
     size: int
     head: bytes = b""
     lfs: bool = False
+    fill: bytes = b"\0"  # one byte: what the file reads as after ``head`` (zeros, or JSON-ish padding)
+    unannounced: bool = False  # served without Content-Length (the body ends when the connection closes)
 
     @property
     def etag(self) -> str:
@@ -43,7 +45,7 @@ class RepoFile:
     def read(self, start: int, end: int) -> bytes:
         """Bytes ``start`` to ``end`` inclusive (already clipped to the file)."""
         head = self.head[start : end + 1]
-        return head + bytes(end + 1 - start - len(head))
+        return head + self.fill * (end + 1 - start - len(head))
 
 
 @dataclass

@@ -234,14 +234,22 @@ class MirrorHandler(BaseHTTPRequestHandler):
         self.send_response(status)
         for k, v in headers.items():
             self.send_header(k, v)
-        self.send_header("Content-Length", str(end - start + 1 if f.size else 0))
+        if f.unannounced:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(end - start + 1 if f.size else 0))
         self.end_headers()
         if method == "GET":
             throttle = self.server.state.throttle
             chunk = 1 << 20 if not throttle else max(1 << 12, min(1 << 20, int(throttle / 10)))
             began = time.monotonic()
             for pos in range(start, end + 1, chunk):
-                self.wfile.write(f.read(pos, min(end, pos + chunk - 1)))
+                try:
+                    self.wfile.write(f.read(pos, min(end, pos + chunk - 1)))
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+                    self.close_connection = True
+                    return status
                 if throttle:  # sleep until the bytes sent so far are no faster than the throttle
                     ahead = (min(end, pos + chunk - 1) + 1 - start) / throttle - (time.monotonic() - began)
                     if ahead > 0:

@@ -45,6 +45,6 @@ def hub_mirror(mirror: RunningMirror) -> Iterator[RunningMirror]:
 
 def make_client(mirror: RunningMirror, **changes: Any) -> HubClient:
     clock = changes.pop("clock", None) or Clock()
-    args: dict[str, Any] = {"endpoint": mirror.url, "timeout": 10.0, "clock": clock, "sleep": clock.sleep}
+    args: dict[str, Any] = {"endpoint": mirror.url, "timeout": 10.0, "clock": clock}
     args.update(changes)
     return HubClient(**args)

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable, RetryPolicy
+from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror
 from tests.unit.hub_support import LLAMA_8B, QWEN_7B, Clock, hub_mirror, make_client, mirror
 
@@ -76,7 +76,7 @@ def test_a_hub_answering_503_is_model_source_unavailable(hub_mirror: RunningMirr
     outcomes: list[str] = []
     hub_mirror.inject_fault(503)
     with pytest.raises(ModelSourceUnavailable, match=r"answered HTTP 503.*retrying") as err:
-        make_client(hub_mirror, on_call=outcomes.append, retry=RetryPolicy(attempts=1)).fetch_facts(
+        make_client(hub_mirror, on_call=outcomes.append).fetch_facts(
             repo_id=QWEN_7B, revision=None, token=None
         )
     assert outcomes == ["unavailable"]
@@ -84,11 +84,14 @@ def test_a_hub_answering_503_is_model_source_unavailable(hub_mirror: RunningMirr
 
 
 def test_a_503_on_one_shard_caches_nothing_and_the_next_call_recovers(hub_mirror: RunningMirror) -> None:
-    client = make_client(hub_mirror)
+    clock = Clock()
+    client = make_client(hub_mirror, clock=clock)
     hub_mirror.inject_fault(503, match="model-00003-of-00004")
-    with pytest.raises(ModelSourceUnavailable):
+    with pytest.raises(ModelSourceUnavailable) as err:
         client.fetch_facts(repo_id=QWEN_7B, revision=None, token=None)
     hub_mirror.clear_faults()
+    assert err.value.retry_after is not None
+    clock.now += err.value.retry_after
     assert client.fetch_facts(repo_id=QWEN_7B, revision=None, token=None).parameter_count == 7_615_616_512
 
 
@@ -96,7 +99,7 @@ def test_an_unreachable_hub_is_model_source_unavailable() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    client = HubClient(endpoint=f"http://127.0.0.1:{port}", timeout=5.0, sleep=Clock().sleep)
+    client = HubClient(endpoint=f"http://127.0.0.1:{port}", timeout=5.0, clock=Clock())
     with pytest.raises(ModelSourceUnavailable, match="could not be reached"):
         client.fetch_facts(repo_id=QWEN_7B, revision=None, token=None)
 
@@ -195,10 +198,17 @@ def test_a_new_token_is_tried_at_once_after_a_refusal(hub_mirror: RunningMirror)
     assert client.fetch_facts(repo_id=LLAMA_8B, revision=None, token=DEFAULT_TOKEN).gated
 
 
-def test_an_unavailable_hub_is_asked_again_on_every_retry(hub_mirror: RunningMirror) -> None:
-    client = make_client(hub_mirror)
+def test_an_unavailable_hub_is_asked_again_only_after_a_growing_backoff(hub_mirror: RunningMirror) -> None:
+    clock = Clock()
+    client = make_client(hub_mirror, clock=clock, rand=lambda: 0.0)
     hub_mirror.inject_fault(502)
-    for _ in range(3):
-        with pytest.raises(ModelSourceUnavailable, match="HTTP 502"):
-            client.fetch_facts(repo_id=QWEN_7B, revision=None, token=None)
-    assert len(hub_mirror.requests()) == 3
+    waits = []
+    for _ in range(4):
+        for _ in range(5):  # the order's requeues within the wait do not reach the Hub
+            with pytest.raises(ModelSourceUnavailable, match="HTTP 502") as err:
+                client.fetch_facts(repo_id=QWEN_7B, revision=None, token=None)
+        assert err.value.retry_after is not None
+        waits.append(err.value.retry_after)
+        clock.now += 1000
+    assert len(hub_mirror.requests()) == 4
+    assert waits[0] < waits[1] < waits[2] < waits[3]

@@ -1,5 +1,5 @@
-"""The controller honours the Hub's rate limit: a 429 with Retry-After is waited out, then the order
-resolves. Counted and timed at the HF mirror stand-in (its fault knob answers the next n requests of
+"""The controller honours the Hub's rate limit: after a 429 with Retry-After the order is requeued (no
+worker waits) and asked again only once it has passed, then the order resolves. Counted and timed at the HF mirror stand-in (its fault knob answers the next n requests of
 one repository with 429 and a Retry-After)."""
 
 from __future__ import annotations

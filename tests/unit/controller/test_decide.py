@@ -105,6 +105,12 @@ def test_each_model_reason_is_reported_and_nothing_is_planned(reason: str, phase
         assert intents.requeue is not None and intents.requeue <= 10.0, "the source is asked again soon"
 
 
+def test_an_unavailable_source_is_looked_at_again_when_the_hub_client_says() -> None:
+    unavailable = false(r.MODEL_SOURCE_UNAVAILABLE, "The model hub answered HTTP 503.")
+    intents, _ = decide_and_build(snap(model=ModelObservation(unavailable, look_again=160.0)), Planning())
+    assert intents.requeue == 160.0, "the Hub client's backoff, not a fixed 10 s"
+
+
 def test_a_resolved_model_is_recorded_in_the_status() -> None:
     s = snap()
     p = run_planner(s, plan_decision(s))

@@ -78,3 +78,22 @@ def test_different_keys_do_not_wait_for_each_other() -> None:
 
         threading.Thread(target=other).start()
         assert done.wait(2)
+
+
+def test_a_cache_bounded_in_bytes_drops_the_least_recently_used_until_it_fits() -> None:
+    cache: TtlLru[str, bytes] = TtlLru(max_entries=100, ttl=None, clock=Clock(), max_bytes=10, weigh=len)
+    cache.put("a", b"1234")
+    cache.put("b", b"1234")
+    assert cache.get("a") == b"1234"  # "b" is now the least recently used
+    cache.put("c", b"1234")
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (b"1234", None, b"1234")
+    assert cache.bytes == 8
+    cache.put("a", b"1")  # a replaced value is weighed again
+    assert cache.bytes == 5
+
+
+def test_a_value_heavier_than_the_whole_cache_is_not_kept() -> None:
+    cache: TtlLru[str, bytes] = TtlLru(max_entries=100, ttl=None, clock=Clock(), max_bytes=10, weigh=len)
+    cache.put("a", b"12")
+    cache.put("big", b"x" * 11)
+    assert (cache.get("a"), cache.get("big"), cache.bytes) == (b"12", None, 2)
