@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller import desired, planning, progress, readings, render, resolve
+from controller import desired, lineage, planning, progress, readings, render, resolve
 from controller.intents import Delete, Intents, ProbeRequest, ScrapeRequest
 from controller.planner import LaunchPlan
 from controller.snapshot import Planning, Snapshot
@@ -199,8 +199,10 @@ def _judge_workload(s: Snapshot, d: _Draft, url: str, token: str | None) -> None
 
 def _download_progress(s: Snapshot, d: _Draft, v: Verdict) -> Verdict:
     """While a pod's fetcher runs: ask for a scrape when one is due, and say how far the download
-    is when the progress book has a fresh record of that pod (``controller.progress``)."""
-    pod = progress.fetching_pod(s.pods)
+    is when the progress book has a fresh record of that pod (``controller.progress``). Only the
+    pods of the order's own workload are scraped (``controller.lineage``)."""
+    own = lineage.own_workload_uid(s.deployment, s.order.metadata.uid)
+    pod = progress.fetching_pod(lineage.own_pods(s.pods, own, s.links))
     if pod is None:
         return v
     record = s.fetch_progress

@@ -16,11 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller import parsed, render, resolve
+from controller import lineage, parsed, progress, render, resolve
 from controller.auth_token import read_auth
 from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from controller.kinds import OWNED, Cache
 from controller.kube import apply as kapi
+from controller.kube import errors as kerr
 from controller.planner import LaunchPlan
 from controller.planner.ledger import Ledger
 from controller.probes import ProbeBook
@@ -99,7 +100,24 @@ class Observer:
             capacity=Capacity(epoch=self.ledger.epoch, exhausted_since=exhausted),
             claims_allocated=self.claims_allocated(order, in_force),
             fetch_progress=self.progress.state((ns, name)),
+            links=self._links(ns, pods),
         )
+
+    def _links(self, ns: str, pods: tuple[Obj, ...]) -> dict[str, str]:
+        """The controller chain above the pods whose fetcher runs (``controller.lineage``); nothing
+        is read while no fetcher runs."""
+        starts = [p for p in pods if progress.fetching_pod([p]) is not None]
+        if not starts:
+            return {}
+
+        def get(kind: str, name: str) -> Obj | None:
+            try:
+                return kapi.get(self.api, "apps/v1", kind, namespace=ns, name=name)
+            except kerr.KubeError as e:  # no link, no scrape: the message waits for the next pass
+                log.info("reading %s %s/%s failed: %s", kind, ns, name, e)
+                return None
+
+        return lineage.links(pods, starts, get)
 
     def plan_in_force(self, order: InferenceService) -> LaunchPlan | None:
         """The plan this process last applied, else the one recorded on the Deployment or the

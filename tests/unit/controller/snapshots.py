@@ -159,6 +159,10 @@ def ok(plan: LaunchPlan) -> PlanOutcome:
 
 # ------------------------------------------------------------------ live objects
 
+DEPLOYMENT_UID = "dep-1"
+REPLICA_SET_UID = "rs-1"
+LINKS = {REPLICA_SET_UID: DEPLOYMENT_UID}  # what observe reads above the pods of ``pod``
+
 
 def deployment(
     plan: LaunchPlan | None = None,
@@ -175,8 +179,10 @@ def deployment(
         "metadata": {
             "name": "support-llm",
             "namespace": "support",
+            "uid": DEPLOYMENT_UID,
             "generation": generation,
             "annotations": annotations,
+            "ownerReferences": [render.owner_reference(make_order())],
         },
         "spec": {"replicas": replicas},
         "status": {
@@ -225,7 +231,21 @@ def pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "support", "labels": render.labels(make_order())},
+        "metadata": {
+            "name": name,
+            "namespace": "support",
+            "uid": f"pod-{name}",
+            "labels": render.labels(make_order()),
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "support-llm-7d9f",
+                    "uid": REPLICA_SET_UID,
+                    "controller": True,
+                }
+            ],
+        },
         "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template_of(plan)}]},
         "status": status,
     }
