@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller import desired, lineage, planning, progress, readings, render, resolve
+from controller import desired, lineage, planning, progress, readings, render, resolve, takeover
 from controller.intents import Delete, Intents, ProbeRequest, ScrapeRequest
 from controller.planner import LaunchPlan
 from controller.snapshot import Planning, Snapshot
@@ -125,15 +125,24 @@ def decide(s: Snapshot, p: Planning) -> Intents:
         )
     endpoint = render.endpoint_for(s.order, cspec, s.settings)
     token_needed = render.requires_token(cspec)
-    if pv.render and planned_first(s, p):
-        d.again(0.0)  # this pass writes Planned; the next one applies the workload
-    elif pv.render:
-        w = desired.wanted(s, pv.plan, cspec, render.fetch_spec(m.facts, m.facts.revision))
+    first = pv.render and planned_first(s, p)
+    fetch = render.fetch_spec(m.facts, m.facts.revision)
+    if first:  # this pass writes Planned; the next one reads the names, applies and mints
+        desired.remember(s, pv.plan, cspec, fetch)
+        d.again(0.0)
+    w = desired.wanted(s, pv.plan, cspec, fetch) if pv.render and not first else None
+    mint = token_needed and not s.has_token
+    held = takeover.judge(s.order, w.names if w else (), token=mint, live=s.live, held=s.held)
+    if held is not None:  # a name is not free (nothing is written), or not read yet
+        d.again(held.wait)
+        if held.verdict is not None:
+            d.verdicts[r.WORKLOAD_READY] = held.verdict
+            return d.done()
+    elif w is not None:
         d.apply.extend(w.apply)
         d.events.extend(w.events)
         d.delete.extend(w.delete)
-    if token_needed and not s.has_token:
-        d.mint_token = True
+    d.mint_token = mint and not first and held is None
     d.fields["endpoint"] = Endpoint(url=endpoint.url, type=endpoint.type)
     if token_needed:
         d.fields["auth_secret_name"] = names.auth_secret(s.order.metadata.name)

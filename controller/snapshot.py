@@ -79,6 +79,9 @@ class Snapshot:
     fetch_progress: FetchProgress = field(default_factory=FetchProgress)  # the progress book's record
     # uid -> its controller's uid, above the pods whose fetcher runs (``controller.lineage``)
     links: Mapping[str, str] = field(default_factory=dict)
+    # what observe read by name of the names the order writes and its caches lack (None: free);
+    # a name missing here is not written yet (``controller.takeover``)
+    held: Mapping[tuple[str, str], Obj | None] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:

@@ -19,7 +19,7 @@ device classes, products and claim template names are the ones the controller wo
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -329,6 +329,22 @@ def order_with(prior: InferenceServiceStatus | None = None, **changes: Any) -> I
     return order
 
 
+class AllFree(Mapping[tuple[str, str], Obj | None]):
+    """``Snapshot.held`` as observe reads it when nothing else holds a name the order writes."""
+
+    def __getitem__(self, key: tuple[str, str]) -> Obj | None:
+        return None
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def snap(**changes: Any) -> Snapshot:
     """A snapshot of a new order of the small model; ``changes`` replace snapshot fields."""
     order = changes.pop("order", None) or order_with()
@@ -349,6 +365,7 @@ def snap(**changes: Any) -> Snapshot:
         token=TOKEN,
         probe=ProbeState(),
         capacity=Capacity(epoch=1),
+        held=AllFree(),
     )
     return replace(base, **changes)
 
