@@ -27,12 +27,25 @@ def policy(kubectl: Kubectl, crds: None) -> None:
             str(ROOT / "deploy/base/rbac"))  # fmt: skip
 
 
-def secret(ns: str, name: str, owner: str | None, data: str = "eA==") -> dict[str, Any]:
+def order_uid(kubectl: Kubectl, ns: str, name: str) -> str:
+    """A real order (the garbage collector deletes a Secret whose owner does not exist)."""
+    order = {
+        "apiVersion": "ai.deckhouse.io/v1alpha1",
+        "kind": "InferenceService",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"inferenceServiceClassName": "c", "model": {"src": "HuggingFace", "ref": {"name": "o/m"}}},
+    }
+    kubectl("apply", "--server-side", "--field-manager=test-secrets", "-f", "-", input=json.dumps(order))
+    got = json.loads(kubectl("get", "inferenceservice", name, "-n", ns, "-o", "json").stdout)
+    return str(got["metadata"]["uid"])
+
+
+def secret(ns: str, name: str, owner: tuple[str, str] | None, data: str = "eA==") -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": ns}
     if owner is not None:
         meta["ownerReferences"] = [
-            {"apiVersion": "ai.deckhouse.io/v1alpha1", "kind": "InferenceService", "name": owner,
-             "uid": "00000000-0000-0000-0000-000000000001", "controller": True}
+            {"apiVersion": "ai.deckhouse.io/v1alpha1", "kind": "InferenceService", "name": owner[0],
+             "uid": owner[1], "controller": True}
         ]  # fmt: skip
     return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {"token": data}}
 
@@ -55,11 +68,12 @@ def test_the_controller_writes_only_the_secrets_of_an_order(
         timeout=30,
         message="the policy to refuse a Secret the controller may not write",
     )
-    ok, err = create(secret(namespace, "web-auth", "web"))
+    web = ("web", order_uid(kubectl, namespace, "web"))
+    ok, err = create(secret(namespace, "web-auth", web))
     assert ok, err
-    ok, err = create(secret(namespace, "web-tls", "web"))
+    ok, err = create(secret(namespace, "web-tls", web))
     assert ok, err
-    refused, err = create(secret(namespace, "other-auth", "web"))
+    refused, err = create(secret(namespace, "other-auth", web))
     assert not refused and "inference controller writes only" in err
     refused, err = create(secret(namespace, "web-auth-copy", None))
     assert not refused
