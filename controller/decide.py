@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller import desired, planning, progress, readings, render, resolve
+from controller import desired, lineage, planning, progress, readings, render, resolve, takeover
 from controller.intents import Delete, Intents, ProbeRequest, ScrapeRequest
 from controller.planner import LaunchPlan
 from controller.snapshot import Planning, Snapshot
@@ -125,17 +125,26 @@ def decide(s: Snapshot, p: Planning) -> Intents:
         )
     endpoint = render.endpoint_for(s.order, cspec, s.settings)
     token_needed = render.requires_token(cspec)
-    if pv.render and planned_first(s, p):
-        d.again(0.0)  # this pass writes Planned; the next one applies the workload
-    elif pv.render and token_needed and s.token is None:
+    first = pv.render and planned_first(s, p)
+    fetch = render.fetch_spec(m.facts, m.facts.revision)
+    if first:  # this pass writes Planned; the next one reads the names, applies and mints
+        desired.remember(s, pv.plan, cspec, fetch)
+        d.again(0.0)
+    w = desired.wanted(s, pv.plan, cspec, fetch) if pv.render and not first else None
+    mint = token_needed and not s.has_token
+    held = takeover.judge(s.order, w.names if w else (), token=mint, live=s.live, held=s.held)
+    if held is not None:  # a name is not free (nothing is written), or not read yet
+        d.again(held.wait)
+        if held.verdict is not None:
+            d.verdicts[r.WORKLOAD_READY] = held.verdict
+            return d.done()
+    elif w is not None and mint:
         d.again(1.0)  # the token is minted in this pass; the workload follows with its digest
-    elif pv.render:
-        w = desired.wanted(s, pv.plan, cspec, render.fetch_spec(m.facts, m.facts.revision))
+    elif w is not None:
         d.apply.extend(w.apply)
         d.events.extend(w.events)
         d.delete.extend(w.delete)
-    if token_needed and not s.has_token:
-        d.mint_token = True
+    d.mint_token = mint and not first and held is None
     d.fields["endpoint"] = Endpoint(url=endpoint.url, type=endpoint.type)
     if token_needed:
         d.fields["auth_secret_name"] = names.auth_secret(s.order.metadata.name)
@@ -201,8 +210,10 @@ def _judge_workload(s: Snapshot, d: _Draft, url: str, token: str | None) -> None
 
 def _download_progress(s: Snapshot, d: _Draft, v: Verdict) -> Verdict:
     """While a pod's fetcher runs: ask for a scrape when one is due, and say how far the download
-    is when the progress book has a fresh record of that pod (``controller.progress``)."""
-    pod = progress.fetching_pod(s.pods)
+    is when the progress book has a fresh record of that pod (``controller.progress``). Only the
+    pods of the order's own workload are scraped (``controller.lineage``)."""
+    own = lineage.own_workload_uid(s.deployment, s.order.metadata.uid)
+    pod = progress.fetching_pod(lineage.own_pods(s.pods, own, s.links))
     if pod is None:
         return v
     record = s.fetch_progress

@@ -40,11 +40,13 @@ Obj = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Wanted:
-    """What the plan wants done: objects to apply (copies), drift events, owned objects to prune."""
+    """What the plan wants done: objects to apply (copies), drift events, owned objects to prune,
+    and the (apiVersion, kind, name) of every object of the plan (``controller.takeover``)."""
 
     apply: tuple[Obj, ...]
     events: tuple[tuple[str, str, str], ...]
     delete: tuple[Delete, ...]
+    names: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,7 @@ class _Rendered:
     inputs: tuple[object, ...]  # what it was rendered from
     prints: tuple[object, ...]  # their JSON (pydantic models) or themselves (compared by value)
     summary: tuple[tuple[str, str, str], ...]  # (kind, name, applied hash) of each object, in order
+    versions: tuple[str, ...]  # the apiVersion of each object
 
 
 _RENDERED: Memo[tuple[str, str, str], _Rendered] = Memo(RENDERED_ENTRIES)
@@ -72,7 +75,8 @@ def wanted(
     The memo keeps, per order, only the kind, name and applied hash of each object (a rendered
     workload is about 25 KB in memory): the objects are rendered again only when one of them must
     be applied or checked for drift, so a steady order costs a lookup and a few comparisons."""
-    summary, objs = _summary(s, plan, cspec, fetch)
+    rendered, objs = _summary(s, plan, cspec, fetch)
+    summary = rendered.summary
     apply: list[Obj] = []
     events: list[tuple[str, str, str]] = []
     for i, (kind, name, applied_hash) in enumerate(summary):
@@ -100,12 +104,30 @@ def wanted(
         if kind not in pruned or (kind, meta["name"]) in wanted_names or not owned_by(live, s):
             continue
         delete.append(Delete(pruned[kind], kind, meta["name"]))
-    return Wanted(tuple(apply), tuple(events), tuple(delete))
+    objects = tuple((v, k, n) for v, (k, n, _) in zip(rendered.versions, summary, strict=True))
+    return Wanted(tuple(apply), tuple(events), tuple(delete), objects)
+
+
+def remember(
+    s: Snapshot, plan: LaunchPlan, cspec: InferenceServiceClassSpec, fetch: render.FetchSpec
+) -> None:
+    """Render (memoized) what the plan wants without deciding anything: the next observe reads
+    its names (``last_names``), so the pass after a new order's first applies at once."""
+    _summary(s, plan, cspec, fetch)
+
+
+def last_names(order: tuple[str, str, str]) -> tuple[tuple[str, str, str], ...]:
+    """(apiVersion, kind, name) of what the last render for the order (namespace, name, uid)
+    wanted; empty when none is remembered. Observe reads these names (``controller.takeover``)."""
+    hit = _RENDERED.get(order)
+    if hit is None:
+        return ()
+    return tuple((v, k, n) for v, (k, n, _) in zip(hit.versions, hit.summary, strict=True))
 
 
 def _summary(
     s: Snapshot, plan: LaunchPlan, cspec: InferenceServiceClassSpec, fetch: render.FetchSpec
-) -> tuple[tuple[tuple[str, str, str], ...], list[Obj] | None]:
+) -> tuple[_Rendered, list[Obj] | None]:
     """The (kind, name, applied hash) of each object the plan wants (memoized), and the objects
     when they had to be rendered for it (None on a memo hit)."""
     order = s.order
@@ -119,8 +141,9 @@ def _summary(
         )
         if prints == hit.prints:
             if any(a is not b for a, b in zip(inputs, hit.inputs, strict=True)):
-                _RENDERED.put(key, _Rendered(inputs, prints, hit.summary))  # the next reconcile's are these
-            return hit.summary, None
+                hit = _Rendered(inputs, prints, hit.summary, hit.versions)  # the next reconcile's are these
+                _RENDERED.put(key, hit)
+            return hit, None
     else:
         prints = tuple(_print(x) for x in inputs)
     objs = _render(s, plan, cspec, fetch)
@@ -128,8 +151,9 @@ def _summary(
         (str(o["kind"]), str(o["metadata"]["name"]), str(o["metadata"]["annotations"][APPLIED_HASH]))
         for o in objs
     )
-    _RENDERED.put(key, _Rendered(inputs, prints, summary))
-    return summary, objs
+    rendered = _Rendered(inputs, prints, summary, tuple(str(o["apiVersion"]) for o in objs))
+    _RENDERED.put(key, rendered)
+    return rendered, objs
 
 
 def _render(

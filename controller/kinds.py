@@ -75,7 +75,7 @@ KINDS: tuple[WatchedKind, ...] = (
     WatchedKind(Cache.RECIPES, "ai.deckhouse.io/v1alpha1", "InferenceRecipe", Fanout.EVERYTHING),
     # Only the Secrets the controller creates or adopts carry the order label: the user's Hub token
     # Secret is read by name when a model is resolved, never cached.
-    WatchedKind(Cache.SECRETS, "v1", "Secret", Fanout.OWNER_LABEL, _ORDER, owned=True),
+    WatchedKind(Cache.SECRETS, "v1", "Secret", Fanout.OWNER_LABEL, _ORDER, owned=True, transform=slim.secret),
     # A plan is either single-node (a Deployment with its HPA) or multi-node (a LeaderWorkerSet):
     # moving between them prunes the kind the new plan no longer wants.
     WatchedKind(

@@ -16,11 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller import parsed, render, resolve
+from controller import desired, lineage, parsed, progress, render, resolve, takeover
 from controller.auth_token import read_auth
 from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelNotReady, ModelSourceUnavailable
 from controller.kinds import OWNED, Cache
 from controller.kube import apply as kapi
+from controller.kube import errors as kerr
 from controller.planner import LaunchPlan
 from controller.planner.ledger import Ledger
 from controller.probes import ProbeBook
@@ -99,7 +100,54 @@ class Observer:
             capacity=Capacity(epoch=self.ledger.epoch, exhausted_since=exhausted),
             claims_allocated=self.claims_allocated(order, in_force),
             fetch_progress=self.progress.state((ns, name)),
+            links=self._links(ns, pods),
+            held=self._held(
+                order,
+                owned,
+                wants_token=bool(klass and render.requires_token(klass.spec)) and auth.token is None,
+                in_force=in_force is not None,
+            ),
         )
+
+    def _held(
+        self, order: InferenceService, owned: tuple[Obj, ...], *, wants_token: bool, in_force: bool
+    ) -> dict[tuple[str, str], Obj | None]:
+        """What holds the names the order writes and its caches lack, read by name
+        (``controller.takeover``): those its last render wanted, and ``<order>-auth`` while its
+        token is to be minted (not before its first plan is in force: a new order's first pass
+        writes only its plan)."""
+        ns, meta = order.metadata.namespace or "", order.metadata
+        wanted = desired.last_names((ns, meta.name, meta.uid or ""))
+        if not wanted and not in_force:
+            return {}
+        by_name = {(str(o.get("kind")), o["metadata"]["name"]): o for o in owned}
+        live = lambda kind, name: by_name.get((kind, name))  # noqa: E731
+        judged = takeover.names_to_judge(order, wanted, token=wants_token, live=live)
+        out: dict[tuple[str, str], Obj | None] = {}
+        for api_version, kind, name in takeover.names_to_read(judged, live):
+            try:
+                found = kapi.get(self.api, api_version, kind, namespace=ns, name=name)
+            except kerr.KubeError as e:  # not read: not written; the order is looked at again
+                log.info("reading %s %s/%s failed: %s", kind, ns, name, e)
+                continue
+            out[(kind, name)] = None if found is None else {"metadata": found.get("metadata") or {}}
+        return out
+
+    def _links(self, ns: str, pods: tuple[Obj, ...]) -> dict[str, str]:
+        """The controller chain above the pods whose fetcher runs (``controller.lineage``); nothing
+        is read while no fetcher runs."""
+        starts = [p for p in pods if progress.fetching_pod([p]) is not None]
+        if not starts:
+            return {}
+
+        def get(kind: str, name: str) -> Obj | None:
+            try:
+                return kapi.get(self.api, "apps/v1", kind, namespace=ns, name=name)
+            except kerr.KubeError as e:  # no link, no scrape: the message waits for the next pass
+                log.info("reading %s %s/%s failed: %s", kind, ns, name, e)
+                return None
+
+        return lineage.links(pods, starts, get)
 
     def plan_in_force(self, order: InferenceService) -> LaunchPlan | None:
         """The plan this process last applied, else the one recorded on the Deployment or the

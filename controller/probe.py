@@ -4,15 +4,23 @@ The probe verifies the endpoint's certificate against the platform CA for the en
 name. When the module setting ``probeAddressOverride`` is set (a runtime stand-in, a port-forward),
 the TCP connection goes to that address instead, while the endpoint's host is still sent as SNI and
 ``Host`` and still verified: only the address changes, never the trust.
+
+The endpoint is the tenant's pod: the answer is read within the probe timeout, wall clock, and
+at most ``ANSWER_LIMIT`` bytes of it (``controller.bounded_http``).
 """
 
 from __future__ import annotations
 
+import json
 import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
+
+from controller import bounded_http
+
+ANSWER_LIMIT = 256 * 1024  # a model list is a few hundred bytes per model
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,11 +35,9 @@ class Prober:
     def __init__(self, *, ca_file: str, address_override: str, timeout: float) -> None:
         ctx = ssl.create_default_context(cafile=ca_file or None)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        # No keep-alive: with an address override every endpoint shares one address, and a pooled
-        # connection would carry another endpoint's SNI and certificate check.
-        self._client = httpx.Client(
-            verify=ctx, timeout=timeout, trust_env=False, limits=httpx.Limits(max_keepalive_connections=0)
-        )
+        # No keep-alive (bounded_http): with an address override every endpoint shares one address,
+        # and a pooled connection would carry another endpoint's SNI and certificate check.
+        self._client = bounded_http.client(seconds=timeout, verify=ctx)
         self._override = address_override.strip()
 
     def close(self) -> None:
@@ -47,13 +53,19 @@ class Prober:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         try:
-            resp = self._client.get(f"{target}/v1/models", headers=headers, extensions={"sni_hostname": host})
+            resp = bounded_http.get(
+                self._client,
+                f"{target}/v1/models",
+                limit=ANSWER_LIMIT,
+                headers=headers,
+                extensions={"sni_hostname": host},
+            )
         except httpx.HTTPError as e:
             return ProbeResult(False, f"GET {url}/v1/models failed: {type(e).__name__}: {_short(str(e))}")
-        if resp.status_code != 200:
-            return ProbeResult(False, f"GET {url}/v1/models answered HTTP {resp.status_code}.")
+        if resp.status != 200:
+            return ProbeResult(False, f"GET {url}/v1/models answered HTTP {resp.status}.")
         try:
-            body = resp.json()
+            body = json.loads(resp.body)
         except ValueError:
             return ProbeResult(False, f"GET {url}/v1/models did not answer JSON.")
         if not isinstance(body, dict) or not isinstance(body.get("data"), list):

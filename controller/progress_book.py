@@ -8,6 +8,9 @@ unless one is in flight; the answer becomes a sample of the order's record
 The module setting ``modelFetcherMetricsAddressOverride`` (host:port) sends every scrape to that
 address instead of the pod's IP, for a local plane whose pods have no reachable IP (KWOK); empty
 in production.
+
+The fetcher runs in the tenant's pod: a scrape ends within ``timeout`` seconds, wall clock, and
+reads at most ``ANSWER_LIMIT`` bytes (``controller.bounded_http``).
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from dataclasses import replace
 
 import httpx
 
+from controller import bounded_http
 from controller.progress import FetchProgress, Sample, add_sample, parse_metrics
 
 Key = tuple[str, str]
+ANSWER_LIMIT = 16 * 1024  # the fetcher's metrics text is a few hundred bytes
 
 
 class ProgressBook:
@@ -38,7 +43,7 @@ class ProgressBook:
         self._on_done = on_done
         self._override = address_override.strip()
         self._clock = clock
-        self._client = httpx.Client(timeout=timeout, trust_env=False)
+        self._client = bounded_http.client(seconds=timeout)
         self._lock = threading.Lock()
         self._records: dict[Key, FetchProgress] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fetch-progress")
@@ -73,11 +78,11 @@ class ProgressBook:
     def _run(self, key: Key, pod: str, address: str) -> None:
         error, parsed = "", None
         try:
-            resp = self._client.get(f"http://{address}/metrics")
-            if resp.status_code != 200:
-                error = f"GET /metrics answered HTTP {resp.status_code}."
+            resp = bounded_http.get(self._client, f"http://{address}/metrics", limit=ANSWER_LIMIT)
+            if resp.status != 200:
+                error = f"GET /metrics answered HTTP {resp.status}."
             else:
-                parsed = parse_metrics(resp.text)
+                parsed = parse_metrics(resp.body.decode("utf-8", "replace"))
                 if parsed is None:
                     error = "GET /metrics has no model_fetcher_bytes_done."
         except httpx.HTTPError as e:

@@ -12,7 +12,12 @@ Kinds with large parts no reader uses keep only the parts read:
   ``controller.readings``, ``controller.group_status`` and ``controller.progress``;
 - a ResourceClaim keeps its metadata, ``spec.devices`` (what it asks for: the ledger's
   ``shapes.shape_of`` tells the claims of a plan by it) and ``status.allocation`` (the ledger's
-  ``claim_use``, ``observe._allocated``).
+  ``claim_use``, ``observe._allocated``);
+- a Secret keeps only what ``controller.auth_token`` and ``controller.takeover`` read: its
+  identity, a few ownerReferences, the order label, cert-manager's certificate-name annotation,
+  and the token of an ``<order>-auth`` Secret when it is token-sized. Any namespace member can
+  label a Secret with an order: a 1 MiB Secret so labelled costs the cache well under a KiB
+  instead of its whole data (docs/admin-guide.md, "Tenant isolation").
 
 Every other kind keeps its whole body: drift compares the live spec of owned workloads, the
 ledger parses the whole spec of a ResourceSlice or DeviceClass from the handler's copy.
@@ -23,6 +28,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from shared import names
 
 Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
@@ -72,4 +79,32 @@ def resource_claim(obj: Obj) -> Obj:
     if devices is not None:
         out["spec"] = {"devices": devices}
     out["status"] = {"allocation": status["allocation"]} if "allocation" in status else {}
+    return _interned_obj(out)
+
+
+SECRET_META = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
+SECRET_ANNOTATIONS = ("cert-manager.io/certificate-name",)  # controller.takeover
+SECRET_OWNERS = 8  # more are kept as the first ones: enough for every reader's judgement
+TOKEN_LIMIT = 512  # bytes of base64: a minted token is 43 characters
+
+
+def secret(obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    out_meta: Obj = {k: meta[k] for k in SECRET_META if k in meta}
+    refs = meta.get("ownerReferences") or []
+    if refs:
+        out_meta["ownerReferences"] = refs[:SECRET_OWNERS]
+        if len(refs) > SECRET_OWNERS:  # judged as more than one owner, as it has
+            out_meta["ownerReferences"].append({"kind": "", "name": "", "uid": "(more)"})
+    label = (meta.get("labels") or {}).get(names.LABEL_ORDER)
+    if label is not None:
+        out_meta["labels"] = {names.LABEL_ORDER: label}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k in SECRET_ANNOTATIONS}
+    if annotations:
+        out_meta["annotations"] = annotations
+    out: Obj = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": out_meta}
+    token = (obj.get("data") or {}).get(names.AUTH_TOKEN_KEY)
+    name = str(meta.get("name") or "")
+    if name.endswith(names.auth_secret("")) and isinstance(token, str) and len(token) <= TOKEN_LIMIT:
+        out["data"] = {names.AUTH_TOKEN_KEY: token}
     return _interned_obj(out)

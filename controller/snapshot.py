@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,11 @@ class Snapshot:
     claims_allocated: bool = False  # the pods of the plan in force have allocated claims
     stale_auth_version: str | None = None  # resourceVersion of a previous order's ``<order>-auth``
     fetch_progress: FetchProgress = field(default_factory=FetchProgress)  # the progress book's record
+    # uid -> its controller's uid, above the pods whose fetcher runs (``controller.lineage``)
+    links: Mapping[str, str] = field(default_factory=dict)
+    # what observe read by name of the names the order writes and its caches lack (None: free);
+    # a name missing here is not written yet (``controller.takeover``)
+    held: Mapping[tuple[str, str], Obj | None] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:

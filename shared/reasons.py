@@ -58,6 +58,7 @@ AVAILABLE: Final = "Available"
 PROGRESSING: Final = "Progressing"
 UNSCHEDULABLE: Final = "Unschedulable"
 WORKLOAD_FAILED: Final = "WorkloadFailed"
+NAME_CONFLICT: Final = "NameConflict"  # api.md section 6: a name the order writes is held by another
 
 # Ready
 SERVING: Final = "Serving"

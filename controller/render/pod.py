@@ -189,6 +189,8 @@ def pod_spec(
     fetch: FetchSpec | None = None,
 ) -> Obj:
     out: Obj = {
+        # the runtime never calls the API server: no ServiceAccount token in a pod tenants reach
+        "automountServiceAccountToken": False,
         "securityContext": pod_security(),
         "initContainers": [fetcher(order, plan, settings, revision, fetch)],
         "containers": [runtime(order, plan, settings, token=token)],

@@ -259,6 +259,10 @@ CASES = [
     ),
     ("the controller watches pods", CONTROLLER, "watch", "pods", ALL, True),
     ("the controller cannot create pods", CONTROLLER, "create", "pods", NS, False),
+    ("the controller reads a replica set by name", CONTROLLER, "get", "replicasets.apps", NS, True),
+    ("the controller reads a stateful set by name", CONTROLLER, "get", "statefulsets.apps", NS, True),
+    ("the controller cannot list replica sets", CONTROLLER, "list", "replicasets.apps", ALL, False),
+    ("the controller cannot patch stateful sets", CONTROLLER, "patch", "statefulsets.apps", NS, False),
     ("the controller records events", CONTROLLER, "create", "events.events.k8s.io", NS, True),
     (
         "the controller creates its lease",

@@ -5,6 +5,8 @@
 - the claim template with the NVIDIA driver's TimeSlicing and MPS configs is accepted;
 - the pod of the Deployment is admitted in a namespace that enforces ``restricted``, and the same
   pod without our security context is refused there (the check is real);
+- no runtime pod (the Deployment's, the LeaderWorkerSet's leader and worker) gets a ServiceAccount
+  token from the ServiceAccount admission, which mounts one in the same pod without our setting;
 - the class's new placement fields are in the CRD, with descriptions ``kubectl explain`` shows.
 """
 
@@ -21,7 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from controller import render
 from controller.settings import parse_settings
 from hack.cert_manager import crds_dir
-from tests.integration.conftest import ROOT, Kubectl
+from tests.integration.conftest import ROOT, Kubectl, wait_for
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import Plan
 
@@ -176,3 +178,39 @@ def test_the_model_volume_the_api_server_stores_holds_the_selected_files(
     request = parse_bytes(stored["spec"]["resources"]["requests"]["storage"])
     assert request >= sum(size or 0 for size in facts.files.values()) * 1.1
     assert len(dry_run(kubectl, [dep])) == 1
+
+
+def _token_volumes(api: k8s.ApiClient, namespace: str, spec: dict[str, Any]) -> list[str]:
+    """The projected token volumes the ServiceAccount admission adds to a pod of ``spec`` (dry run)."""
+    core: Any = k8s.CoreV1Api(api)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace}, "spec": spec}
+    created: Any = core.create_namespaced_pod(namespace, pod, dry_run="All")
+    return [v.name for v in created.spec.volumes if v.projected is not None]
+
+
+def test_no_runtime_pod_is_given_a_service_account_token(
+    api: k8s.ApiClient, namespace: str, priority_class: None
+) -> None:
+    from tests.unit.controller.test_render_group import PLAN as GROUP_PLAN
+
+    core: Any = k8s.CoreV1Api(api)
+    # the ServiceAccount admission refuses a pod until the namespace's default ServiceAccount exists
+    wait_for(lambda: core.read_namespaced_service_account("default", namespace), lambda sa: sa is not None)
+    order = order_in(namespace)
+    (lws,) = [
+        o
+        for o in render.workload(order, GROUP_PLAN, CLASS, SETTINGS, revision="a")
+        if o["kind"] == "LeaderWorkerSet"
+    ]
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    specs = {
+        "deployment": pod_of(namespace)["spec"],
+        "leader": tpl["leaderTemplate"]["spec"],
+        "worker": tpl["workerTemplate"]["spec"],
+    }
+    for role, spec in specs.items():
+        assert spec["automountServiceAccountToken"] is False, role
+        assert _token_volumes(api, namespace, spec) == [], role
+        # the check is real: the same pod without the setting gets the namespace's token
+        mounted = {k: v for k, v in spec.items() if k != "automountServiceAccountToken"}
+        assert [n for n in _token_volumes(api, namespace, mounted) if n.startswith("kube-api-access")], role

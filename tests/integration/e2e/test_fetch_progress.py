@@ -6,6 +6,9 @@ The order lives in the namespace whose pods KWOK holds in their init phase
 fetcher the controller applied (its command, arguments and environment, read back from the
 Deployment) runs as a local process against a throttled Hub mirror, on the port the controller's
 ``modelFetcherMetricsAddressOverride`` points at. Then the pod is released and the order gets Ready.
+
+A stray pod carrying the order's label, with a running ``model-fetcher`` and a name that sorts
+first, is never scraped: only pods of the order's own ReplicaSet are (issue 21, item 3).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from devtools.cluster.launcher import HOLD_INIT_NAMESPACE, INIT_RELEASE_ANNOTATION
+from shared import names
 from standins.hub_mirror import start_mirror
 from tests.integration.conftest import wait_for
 from tests.integration.fetcher_run import files_under, start_fetcher
@@ -42,6 +46,31 @@ def fetching_pod(p: Platform, ns: str) -> str | None:
     return None
 
 
+def fetching_pods(p: Platform, ns: str) -> list[str]:
+    out = []
+    for pod in json.loads(p.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)["items"]:
+        for c in pod.get("status", {}).get("initContainerStatuses") or []:
+            if c["name"] == "model-fetcher" and "running" in (c.get("state") or {}):
+                out.append(str(pod["metadata"]["name"]))
+    return out
+
+
+def stray_pod(p: Platform, ns: str, order: str) -> None:
+    """A tenant's pod labelled with the order, its fetcher running, first by name."""
+    container = {"name": "model-fetcher", "image": "busybox", "command": ["sleep", "3600"]}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "a-stray", "namespace": ns, "labels": {names.LABEL_ORDER: order}},
+        "spec": {
+            "initContainers": [container],
+            "containers": [{**container, "name": "main"}],
+            "automountServiceAccountToken": False,
+        },
+    }
+    p.kubectl("apply", "-f", "-", input=json.dumps(pod))
+
+
 def test_the_download_progress_moves_in_the_message_and_does_not_linger(
     platform: Platform, tmp_path: Path
 ) -> None:
@@ -53,6 +82,8 @@ def test_the_download_progress_moves_in_the_message_and_does_not_linger(
             lambda: fetching_pod(platform, ns), lambda p: p is not None, timeout=120, message="fetcher"
         )
         assert pod is not None
+        stray_pod(platform, ns, name)
+        wait_for(lambda: fetching_pods(platform, ns), lambda ps: len(ps) == 2, timeout=60, message="stray")
         # the fetcher "runs" but nothing answers its metric yet: no progress is claimed
         c = platform.wait_reason(ns, name, "WorkloadReady", "Progressing", timeout=60)
         assert platform.condition(c, "WorkloadReady")["message"] == WAITING

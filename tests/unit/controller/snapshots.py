@@ -19,7 +19,7 @@ device classes, products and claim template names are the ones the controller wo
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -159,6 +159,10 @@ def ok(plan: LaunchPlan) -> PlanOutcome:
 
 # ------------------------------------------------------------------ live objects
 
+DEPLOYMENT_UID = "dep-1"
+REPLICA_SET_UID = "rs-1"
+LINKS = {REPLICA_SET_UID: DEPLOYMENT_UID}  # what observe reads above the pods of ``pod``
+
 
 def deployment(
     plan: LaunchPlan | None = None,
@@ -175,8 +179,10 @@ def deployment(
         "metadata": {
             "name": "support-llm",
             "namespace": "support",
+            "uid": DEPLOYMENT_UID,
             "generation": generation,
             "annotations": annotations,
+            "ownerReferences": [render.owner_reference(make_order())],
         },
         "spec": {"replicas": replicas},
         "status": {
@@ -225,7 +231,21 @@ def pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "support", "labels": render.labels(make_order())},
+        "metadata": {
+            "name": name,
+            "namespace": "support",
+            "uid": f"pod-{name}",
+            "labels": render.labels(make_order()),
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "support-llm-7d9f",
+                    "uid": REPLICA_SET_UID,
+                    "controller": True,
+                }
+            ],
+        },
         "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template_of(plan)}]},
         "status": status,
     }
@@ -309,6 +329,22 @@ def order_with(prior: InferenceServiceStatus | None = None, **changes: Any) -> I
     return order
 
 
+class AllFree(Mapping[tuple[str, str], Obj | None]):
+    """``Snapshot.held`` as observe reads it when nothing else holds a name the order writes."""
+
+    def __getitem__(self, key: tuple[str, str]) -> Obj | None:
+        return None
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def snap(**changes: Any) -> Snapshot:
     """A snapshot of a new order of the small model; ``changes`` replace snapshot fields."""
     order = changes.pop("order", None) or order_with()
@@ -329,6 +365,7 @@ def snap(**changes: Any) -> Snapshot:
         token=TOKEN,
         probe=ProbeState(),
         capacity=Capacity(epoch=1),
+        held=AllFree(),
     )
     return replace(base, **changes)
 

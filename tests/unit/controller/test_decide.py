@@ -168,11 +168,28 @@ def test_a_new_order_records_its_plan_first_then_applies_its_workload() -> None:
 
 
 def test_a_stale_auth_secret_of_a_previous_order_of_the_name_gets_a_token_minted_for_this_one() -> None:
-    s = snap(has_token=False, token=None, stale_auth_version="77")
-    intents, _ = decide_and_build(s, run_planner(s, plan_decision(s)))
-    assert intents.mint_token
+    """The token is minted with the workload's apply (the pass after Planned), into a Secret of the
+    name only when an earlier order of the name controls it (``controller.takeover``)."""
+    previous: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "support-llm-auth",
+            "resourceVersion": "77",
+            "ownerReferences": [
+                {"kind": "InferenceService", "name": "support-llm", "uid": "u-0", "controller": True}
+            ],
+        },
+    }
+    s = snap(has_token=False, token=None, stale_auth_version="77", owned=(previous,))
+    first, _, second = first_passes(s)
+    assert not first.mint_token and second.mint_token
     own = snap()
-    assert not decide_and_build(own, run_planner(own, plan_decision(own)))[0].mint_token
+    assert not first_passes(own)[2].mint_token
+    tenants = {**previous, "metadata": {**previous["metadata"], "ownerReferences": []}}
+    _, _, second = first_passes(replace(s, owned=(tenants,)))
+    assert not second.mint_token and second.apply == ()
+    assert second.verdicts[r.WORKLOAD_READY].reason == r.NAME_CONFLICT
 
 
 def test_a_new_storage_class_setting_leaves_an_existing_model_volume_as_it_is() -> None:

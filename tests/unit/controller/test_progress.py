@@ -3,6 +3,7 @@ WorkloadReady message, and what ``decide`` does with them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from controller.render.fetcher_program import metrics_text
 from shared import reasons as r
 from tests.unit.controller.snapshots import (
     GPU,
+    LINKS,
     NOW,
     conditions_of,
     decide_and_build,
@@ -189,6 +191,7 @@ def _downloading(record: FetchProgress, *, state: str = "running") -> Any:
         deployment=deployment(plan, available=0),
         pods=(fetching(pod("p-1", plan), state=state),),
         fetch_progress=record,
+        links=LINKS,
     )
 
 
@@ -220,3 +223,30 @@ def test_once_the_fetcher_is_done_nothing_is_scraped_and_no_progress_lingers() -
     assert conditions_of(st)[r.WORKLOAD_READY] == ("False", r.PROGRESSING)
     assert intents.scrape is None
     assert "download" not in intents.verdicts[r.WORKLOAD_READY].message
+
+
+def test_a_labelled_pod_outside_the_orders_own_workload_is_never_scraped() -> None:
+    """Issue 21, item 3: a tenant's pod with the order's label and a running fetcher, first by name."""
+    plan = plan_on(GPU)
+    stray = fetching(pod("a-stray", plan), ip="10.0.0.66")
+    stray["metadata"] = {**stray["metadata"], "ownerReferences": []}
+    forged = fetching(pod("a-forged", plan), ip="10.0.0.67")  # claims a ReplicaSet that is not ours
+    forged["metadata"] = {
+        **forged["metadata"],
+        "ownerReferences": [{"kind": "ReplicaSet", "name": "x", "uid": "rs-other", "controller": True}],
+    }
+    base = _downloading(FetchProgress())
+    s = replace(base, pods=(stray, forged, *base.pods), links={**LINKS, "rs-other": "dep-other"})
+    intents, _ = decide_and_build(s, run_planner(s, plan_decision(s)))
+    assert intents.scrape is not None and intents.scrape.pod == "p-1"
+    # a Deployment the order does not control has no pods of the order's
+    dep = s.deployment
+    assert dep is not None
+    foreign = {**dep, "metadata": {**dep["metadata"], "ownerReferences": []}}
+    s = replace(s, deployment=foreign)
+    intents, _ = decide_and_build(s, run_planner(s, plan_decision(s)))
+    assert intents.scrape is None
+    # without the link from the pod's ReplicaSet to the Deployment, nothing either
+    s = replace(base, links={})
+    intents, _ = decide_and_build(s, run_planner(s, plan_decision(s)))
+    assert intents.scrape is None

@@ -144,3 +144,14 @@ def test_the_certificate_sets_its_lifetime_and_renewal() -> None:
     order = make_order()
     cert = render.certificate(order, render.endpoint_for(order, make_class().spec, SETTINGS), SETTINGS)
     assert (cert["spec"]["duration"], cert["spec"]["renewBefore"]) == ("2160h", "720h")
+
+
+def test_no_runtime_pod_mounts_a_service_account_token() -> None:
+    """The Deployment's pod and the LeaderWorkerSet's leader and worker pods (issue 21, item 12)."""
+    from tests.unit.controller.test_render_group import objects
+
+    assert pod_of()["automountServiceAccountToken"] is False
+    lws = next(o for (k, _), o in objects().items() if k == "LeaderWorkerSet")
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        assert tpl[role]["spec"]["automountServiceAccountToken"] is False, role

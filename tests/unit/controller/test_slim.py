@@ -44,9 +44,9 @@ def test_every_transform_drops_managed_fields_and_leaves_its_input_alone(kind: s
     assert obj == LIVE[kind]
 
 
-def test_every_watched_kind_has_a_transform_and_only_pods_and_claims_are_cut_down() -> None:
+def test_every_watched_kind_has_a_transform_and_only_pods_claims_and_secrets_are_cut_down() -> None:
     cut = {k.kind for k in kinds.KINDS if k.transform is not slim.whole}
-    assert cut == {"Pod", "ResourceClaim"}
+    assert cut == {"Pod", "ResourceClaim", "Secret"}
 
 
 def test_a_slice_parses_to_the_same_devices_and_counters() -> None:
@@ -168,3 +168,92 @@ def test_the_informer_caches_and_hands_on_the_transformed_object() -> None:
     assert cached is not None and seen == [("ADDED", cached)]
     assert cached["kind"] == "Pod" and cached["apiVersion"] == "v1"
     assert "managedFields" not in cached["metadata"] and set(cached["spec"]) == {"resourceClaims"}
+
+
+# ------------------------------------------------------------------ Secrets (issue 21, item 9)
+
+
+def labelled_secret(name: str, size: int, **meta: Any) -> Obj:
+    """A Secret any namespace member can make: the order's label, ``size`` bytes of data."""
+    import base64
+    import os
+
+    blob = base64.b64encode(os.urandom(size)).decode()  # each its own: interning shares nothing
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": "team-a",
+            "uid": f"uid-{name}",
+            "resourceVersion": "1",
+            "labels": {names.LABEL_ORDER: "web", "big": "x" * 63},
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": blob[:100_000], **meta},
+        },
+        "type": "Opaque",
+        "data": {"payload": blob, names.AUTH_TOKEN_KEY: blob},
+    }
+
+
+def test_a_secret_keeps_only_what_the_auth_reading_and_the_name_check_read() -> None:
+    from controller import takeover
+    from controller.auth_token import read_auth
+    from tests.unit.controller.builders import make_order
+
+    big = slim.secret(labelled_secret("web-auth", 1 << 20))
+    assert "data" not in big  # a token of a MiB is no token: dropped, the order mints its own
+    assert big["metadata"]["labels"] == {names.LABEL_ORDER: "web"}
+    assert "annotations" not in big
+    minted = labelled_secret("web-auth", 0)
+    minted["data"] = {names.AUTH_TOKEN_KEY: "dG9rZW4=", "other": "eA=="}
+    minted["metadata"]["ownerReferences"] = [
+        {"kind": "InferenceService", "name": "web", "uid": "o-1", "controller": True}
+    ]
+    kept = slim.secret(minted)
+    assert kept["data"] == {names.AUTH_TOKEN_KEY: "dG9rZW4="}
+    assert read_auth(kept, "o-1") == read_auth(minted, "o-1") and read_auth(kept, "o-1").token == "token"
+    assert read_auth(kept, "o-2") == read_auth(minted, "o-2")
+    tls = labelled_secret("web-tls", 10, **{takeover.CERT_MANAGER_CERTIFICATE: "web-tls"})
+    order = make_order(metadata={"name": "web", "namespace": "team-a"})
+    assert takeover.is_own(slim.secret(tls), order, "Secret") and takeover.is_own(tls, order, "Secret")
+    assert "data" not in slim.secret(tls)  # not an -auth Secret: no data at all
+    many = labelled_secret("web-auth", 0)
+    many["metadata"]["ownerReferences"] = [
+        {"kind": "InferenceService", "name": "web", "uid": "u-0", "controller": True},
+        *({"kind": "ConfigMap", "name": f"c{i}", "uid": f"c{i}"} for i in range(1000)),
+    ]
+    cut = slim.secret(many)
+    assert len(cut["metadata"]["ownerReferences"]) == slim.SECRET_OWNERS + 1
+    assert takeover.is_own(cut, order, "Secret") is takeover.is_own(many, order, "Secret") is False
+
+
+def cached_bytes(transform: slim.Transform, count: int, size: int) -> int:
+    """What the Secret informer's cache holds after ``count`` labelled Secrets of ``size`` bytes
+    arrive as watch events (tracemalloc: bytes still allocated once the events are gone)."""
+    import gc
+    import tracemalloc
+
+    inf = Informer(None, resource_for("v1", "Secret"), handler=lambda e, o, old: None, transform=transform)
+    lines = [
+        json.dumps({"type": "ADDED", "object": labelled_secret(f"s-{i}", size)}).encode()
+        for i in range(count)
+    ]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(count):
+            inf._handle_line(lines[i])
+            lines[i] = b""
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_many_labelled_one_mib_secrets_cost_the_cache_little() -> None:
+    whole = cached_bytes(slim.whole, 20, 1 << 20)
+    slimmed = cached_bytes(kinds.BY_CACHE[Cache.SECRETS].transform, 20, 1 << 20)
+    print(f"20 labelled 1 MiB Secrets: cache {whole / 2**20:.1f} MiB whole, {slimmed / 2**10:.1f} KiB slim")
+    assert whole > 20 * (1 << 20)
+    assert slimmed < 20 * 2048  # under 2 KiB a Secret

@@ -63,7 +63,7 @@ def test_no_workload_is_applied_before_the_token_exists() -> None:
     """The pass that mints the token waits for it, so the first pods never roll for the digest."""
     s = snap(token=None, has_token=False)
     first, _, second = first_passes(s)
-    assert first.mint_token and second.mint_token
+    assert not first.apply and second.mint_token
     assert not _templates(list(second.apply))
     assert second.requeue is not None and second.requeue <= 1.0
 
