@@ -26,8 +26,9 @@ import pytest
 import yaml
 from cryptography import x509
 
+from devtools.cluster.handle import Cluster, Kubectl
 from tests.integration.cert_manager_fixture import running_cert_manager
-from tests.integration.conftest import Cluster, Kubectl, wait_for
+from tests.integration.conftest import wait_for
 
 pytestmark = pytest.mark.cluster
 
