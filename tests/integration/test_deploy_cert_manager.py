@@ -1,5 +1,5 @@
 """deploy/base's PKI issued for real: cert-manager (controller + cainjector, built from the cert-manager Go
-module by hack/cert_manager.py) runs against the local control plane while the test applies
+module by devtools/cluster/components/cert_manager.py) runs against the local control plane while the test applies
 deploy/base/cert-manager.
 
 Checks: the webhook's serving certificate is issued into Secret inference-webhook-tls for the Service's
