@@ -105,6 +105,8 @@ class ControllerProcess:
         """SIGTERM to its session, SIGKILL after ``grace`` seconds; reaped."""
         procs.stop(self.name, state=self.log_dir, grace=grace)
         if self.proc is not None:
+            if self.proc.poll() is None:  # its pid file named another process, or none: end ours directly
+                self.proc.kill()
             self.proc.wait(timeout=15)
 
     def restart(self) -> None:
