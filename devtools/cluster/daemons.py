@@ -8,6 +8,7 @@ serialises ``up``/``down`` on one state directory (parallel test sessions call `
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 
 from devtools.cluster.config import Paths, log
@@ -23,6 +25,16 @@ from devtools.cluster.config import Paths, log
 # garbage-collected while the child runs (a ResourceWarning, an error under pytest) nor left as a
 # zombie that kill(pid, 0) would still report alive after ``stop``.
 _SPAWNED: dict[str, subprocess.Popen[bytes]] = {}
+
+
+@atexit.register
+def _let_go() -> None:
+    """The daemons outlive this process on purpose: drop their handles quietly at exit (a Popen
+    collected while its child runs warns, and under pytest's ``filterwarnings = error`` the interpreter
+    reports each one as it finalizes)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        _SPAWNED.clear()  # the last reference: each Popen is collected here, under this filter
 
 
 def pid(paths: Paths, name: str) -> int | None:
