@@ -53,7 +53,7 @@ cluster-up: $(STAMP)
 cluster-down: $(STAMP)
 	$(PY) -m devtools.cluster down
 
-# The whole product on this machine (hack/demo.py): logs and pids under .demo/.
+# The whole product on this machine (hack/demo/): logs and pids under .demo/.
 demo: $(STAMP)
 	$(PY) -m hack.demo demo
 

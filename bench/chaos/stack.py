@@ -1,4 +1,4 @@
-"""The product around a running plane, for the chaos runs: what ``tests/integration/platform.py``
+"""The product around a running plane, for the chaos runs: what ``testkit/platform.py``
 installs, plus the webhook under a restartable process and N leader-elected controller replicas.
 
 Everything here is scoped to namespaces labelled ``LABEL`` (the webhook's namespace selector), so
@@ -7,7 +7,6 @@ a run never refuses other tests' writes while its webhook is down.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import threading
 import time
@@ -18,19 +17,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kube.client import load_api_client
-from devtools.cluster import launcher
+from devtools.cluster.handle import Cluster, Kubectl, running_cluster
 from devtools.cluster.identity import service_account_kubeconfig
+from devtools.product.controller import ControllerProcess
+from devtools.product.webhook import WebhookProcess, new_pki
 from standins import local_webhook
 from standins.hub_mirror import RunningMirror, start_mirror
 from standins.runtime import RunningRuntime, make_ca, start_runtime
-from tests.integration.conftest import Cluster, Kubectl
-from tests.integration.platform import HF_TOKEN, NS, SETTINGS, ControllerProcess, Platform
-from tests.integration.webhook_fixture import WebhookProcess, new_pki
+from testkit.platform import HF_TOKEN, NS, Platform, apply_settings, controller_env, install_product
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LABEL = "inference-chaos"  # namespaces of chaos runs carry LABEL=true; the webhook admits only them
@@ -39,26 +37,14 @@ LEASE = "inference-controller"  # the one Lease the shipped Role lets the contro
 LEASE_ARGS = ("--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1")
 
 
-def cluster() -> Cluster:
-    """The running local plane (started when down), as the integration fixtures see it."""
-    launcher.up()
-    return Cluster(
-        kubeconfig=launcher.P.kubeconfig,
-        server=launcher.server_url(),
-        bin_dir=launcher.build(),
-        ca_file=launcher.P.pki / "ca.crt",
-    )
-
-
 def api_client(c: Cluster) -> k8s.ApiClient:
     client: k8s.ApiClient = load_api_client(kubeconfig=str(c.kubeconfig))
     return client
 
 
 def install(kubectl: Kubectl) -> None:
-    """CRDs (ours, the catalog's and cert-manager's), the bundled class and recipe, the RBAC."""
-    from hack.cert_manager import crds_dir
-
+    """CRDs (ours and the catalog's), then what the e2e platform installs: cert-manager's CRDs, the
+    bundled class and recipe, the RBAC."""
     crds = ROOT / "deploy" / "crds"
     kubectl(
         "apply", "--server-side", "--force-conflicts",
@@ -66,40 +52,13 @@ def install(kubectl: Kubectl) -> None:
         "-f", str(crds / "inferenceserviceclasses.yaml"),
         "-f", str(crds / "inferencerecipes.yaml"),
         "-f", str(ROOT / "tests" / "manifests" / "catalog-crds.yaml"),
-        "-f", str(crds_dir()),
     )  # fmt: skip
     kubectl(
         "wait", "--for=condition=Established", "--timeout=60s",
         "crd/inferenceservices.ai.deckhouse.io", "crd/inferenceserviceclasses.ai.deckhouse.io",
-        "crd/inferencerecipes.ai.deckhouse.io", "crd/certificates.cert-manager.io",
+        "crd/inferencerecipes.ai.deckhouse.io",
     )  # fmt: skip
-    kubectl("create", "namespace", NS, check=False)
-    kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=chaos",
-        "-f", str(ROOT / "deploy/base/platform/default-llm.yaml"),
-        "-f", str(ROOT / "deploy/base/platform/vllm.yaml"),
-    )  # fmt: skip
-    kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager=chaos",
-        "-k",
-        str(ROOT / "deploy/base/rbac"),
-    )
-
-
-def apply_settings(kubectl: Kubectl, **settings: str) -> None:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "inference-settings", "namespace": NS},
-        "data": dict(SETTINGS, **settings),
-    }
-    kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=chaos", "-f", "-",
-        input=yaml.safe_dump(doc),
-    )  # fmt: skip
+    install_product(kubectl, field_manager="chaos")
 
 
 class ChaosWebhook:
@@ -179,13 +138,12 @@ class Replicas:
     def start(self) -> None:
         for i in range(self.count):
             proc = ControllerProcess(
-                cluster=self.cluster,
+                kubeconfig=self.kubeconfig,
                 env=self.env,
                 log_dir=self.log_dir,
                 args=("--leader-elect", "--lease-name", LEASE, *LEASE_ARGS,
                       "--identity", f"chaos-{i}-{uuid.uuid4().hex[:4]}"),
                 name=f"replica-{i}",
-                kubeconfig=self.kubeconfig,
             )  # fmt: skip
             self.procs.append(proc)
         with ThreadPoolExecutor(max_workers=self.count) as pool:  # both wait for /readyz at once
@@ -262,7 +220,7 @@ class Stack:
 @contextmanager
 def running(log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL) -> Iterator[Stack]:
     """The whole product on the running plane, stopped (and the webhook unregistered) at the end."""
-    c = cluster()
+    c = running_cluster()
     kubectl = Kubectl(c)
     api = api_client(c)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -279,12 +237,14 @@ def running(log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL) -> 
         ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(c.kubeconfig), cache_seconds=0.5
     )
     apply_settings(
-        kubectl, probeAddressOverride=runtime.address, platformCAFile=str(ca_file), hfEndpoint=mirror.url
+        kubectl,
+        field_manager="chaos",
+        probeAddressOverride=runtime.address,
+        platformCAFile=str(ca_file),
+        hfEndpoint=mirror.url,
     )
     webhook = ChaosWebhook(api, log_dir / "webhook", label=label)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KUBECONFIG"))}
-    env["LOG_LEVEL"] = "INFO"
-    reps = Replicas(cluster=c, env=env, log_dir=log_dir, kubeconfig=sa, count=replicas)
+    reps = Replicas(cluster=c, env=controller_env(), log_dir=log_dir, kubeconfig=sa, count=replicas)
     try:
         webhook.start()
         reps.start()

@@ -29,7 +29,7 @@ from controller.planner import Inventory, PlanOutcome, build_inventory, plan_ord
 from controller.planner.ledger import Ledger, Use, use_of
 from devtools.cluster.fleet import large_fleet
 from shared.cel import compile_selector
-from tests.unit.planner.builders import (
+from testkit.planner import (
     BGE_LARGE,
     BGE_RERANKER,
     LLAMA_8B,

@@ -1,5 +1,5 @@
 """The plane of the scale benchmark: the local control plane with the ``scale`` tuning, a fleet of N
-KWOK nodes, and the product deployed as ``make up`` deploys it (hack/demo.py's steps: CRDs, RBAC,
+KWOK nodes, and the product deployed as ``make up`` deploys it (hack/demo/steps.py: CRDs, RBAC,
 class, recipe, the webhook registered with the API server, the Hub mirror, the runtime stand-in),
 except that the controller runs as its ServiceAccount (devtools/cluster/identity.py), never as admin.
 
@@ -12,7 +12,6 @@ import json
 import os
 import pathlib
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,14 +20,15 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from devtools.cluster import fleet, launcher
-from devtools.cluster.identity import service_account_kubeconfig
-from hack import demo as d
-from hack import procs
+from devtools import procs
+from devtools.cluster import config, fleet
+from devtools.cluster.fleet_apply import ready_nodes
+from devtools.product.controller import NAMESPACE, ControllerProcess
+from hack.demo import steps
+from hack.demo.state import Demo
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-STATE = launcher.STATE / "bench-scale"
-NAMESPACE = d.NAMESPACE
+STATE = config.STATE / "bench-scale"
 PROCESSES = ("hub-mirror", "runtime-standin", "webhook", "controller")
 
 
@@ -40,19 +40,20 @@ def say(msg: str) -> None:
 class Plane:
     """Handles of everything the benchmark started."""
 
-    demo: d.Demo = field(default_factory=lambda: d.Demo(state=STATE))
+    demo: Demo = field(default_factory=lambda: Demo(state=STATE))
     hub_url: str = ""
     runtime_address: str = ""
-    controller_pid: int = 0
-    metrics_port: int = 0
-    health_port: int = 0
-    controller_starts: int = 0
-    controller_env: dict[str, str] = field(default_factory=dict)
+    controller: ControllerProcess | None = None
     workers: int = 4
 
     @property
     def bin_dir(self) -> pathlib.Path:
-        return self.demo._bin_dir()
+        return self.demo.bin_dir()
+
+    @property
+    def controller_pid(self) -> int:
+        assert self.controller is not None and self.controller.background is not None
+        return self.controller.background.pid
 
     def kubectl(self, *args: str, input: str | None = None) -> str:
         return self.demo.kubectl(*args, input=input)
@@ -65,7 +66,7 @@ class Plane:
         if fresh:
             say("stopping the local control plane and dropping its etcd data (a fresh plane)")
             subprocess.run([sys.executable, "-m", "devtools.cluster", "down"], cwd=ROOT, env=env, check=True)
-            shutil.rmtree(launcher.STATE / "etcd", ignore_errors=True)
+            shutil.rmtree(config.STATE / "etcd", ignore_errors=True)
         say("local control plane, profile scale (devtools/cluster/tuning.py)")
         subprocess.run([sys.executable, "-m", "devtools.cluster", "up"], cwd=ROOT, env=env, check=True)
         (self.demo.state / "bin-dir").unlink(missing_ok=True)
@@ -76,7 +77,7 @@ class Plane:
         which points at a port nothing listens on any more."""
         env = {**os.environ, "INFERENCE_PLANE_PROFILE": "scale"}
         subprocess.run([sys.executable, "-m", "devtools.cluster", "down"], cwd=ROOT, env=env, check=False)
-        shutil.rmtree(launcher.STATE / "etcd", ignore_errors=True)
+        shutil.rmtree(config.STATE / "etcd", ignore_errors=True)
 
     def apply_fleet(self, nodes: int, volumes: int) -> None:
         """Nodes beyond the default fleet's, their slices, and a model volume per order."""
@@ -102,138 +103,52 @@ class Plane:
 
     def deploy(self, *, settings: dict[str, str]) -> None:
         self.demo.state.mkdir(parents=True, exist_ok=True)
-        d.install(self.demo)
-        d.make_pki(self.demo)
-        self.hub_url = d.start_hub(self.demo)
-        self.runtime_address = self._start_runtime()
+        steps.install(self.demo)
+        steps.make_pki(self.demo)
+        self.hub_url = steps.start_hub(self.demo)
+        # It reads an order and its token Secret once a minute, not every 2 s.
+        self.runtime_address = steps.start_runtime(self.demo, cache_seconds=60)
         data = {
             **settings,
             "hfEndpoint": self.hub_url,
             "probeAddressOverride": self.runtime_address,
             "platformCAFile": str(self.demo.pki / "platform-ca.crt"),
         }
-        self.kubectl(
-            "-n",
-            NAMESPACE,
-            "patch",
-            "configmap",
-            d.SETTINGS,
-            "--type=merge",
-            "-p",
-            json.dumps({"data": data}),
-        )
-        d.start_webhook(self.demo)
+        patch = json.dumps({"data": data})
+        self.kubectl("-n", NAMESPACE, "patch", "configmap", steps.SETTINGS, "--type=merge", "-p", patch)
+        steps.start_webhook(self.demo)
         # The image runs compiled bytecode (pip compiles the wheel it installs); a source checkout
         # under PYTHONDONTWRITEBYTECODE would compile every module again at each restart.
         env = {k: v for k, v in self.demo.env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        self.controller_env = {**env, "HF_ENDPOINT": self.hub_url}
-        self.start_controller()
-
-    def _start_runtime(self) -> str:
-        """The runtime stand-in; it reads an order and its token Secret once a minute, not every 2 s."""
-        bg = procs.start(
-            "runtime-standin",
-            [
-                self.demo.python,
-                "-m",
-                "standins.runtime",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--ca-cert",
-                str(self.demo.pki / "platform-ca.crt"),
-                "--ca-key",
-                str(self.demo.pki / "platform-ca.key"),
-                "--kubeconfig",
-                str(self.demo.kubeconfig),
-                "--cache-seconds",
-                "60",
-            ],
-            state=self.demo.state,
+        self.controller = ControllerProcess(
+            kubeconfig=steps.controller_kubeconfig(self.demo),
+            env={**env, "HF_ENDPOINT": self.hub_url},
+            log_dir=self.demo.state,
+            args=("--no-leader-elect", "--workers", str(self.workers)),
+            log_each_start=False,
+            ready_timeout=300,
+            python=self.demo.python,
             cwd=ROOT,
-            env=self.demo.env,
         )
-        match = procs.wait_for_line(bg, d.RUNTIME_LINE, timeout=60)
-        return f"{match.group(1)}:{match.group(2)}"
+        self.start_controller()
 
     def start_controller(self) -> float:
         """Start the controller as its ServiceAccount; returns when its /readyz answers (seconds)."""
-        kubeconfig = service_account_kubeconfig(
-            kubectl=self.bin_dir / "kubectl",
-            admin_kubeconfig=self.demo.kubeconfig,
-            namespace=NAMESPACE,
-            name="inference-controller",
-            out=self.demo.state / "controller.kubeconfig",
-        )
-        self.metrics_port, self.health_port = procs.free_port(), procs.free_port()
-        self.controller_starts += 1
-        t0 = time.monotonic()
-        bg = procs.start(
-            "controller",
-            [
-                self.demo.python,
-                "-m",
-                "controller",
-                "--kubeconfig",
-                str(kubeconfig),
-                "--namespace",
-                NAMESPACE,
-                "--settings-configmap",
-                d.SETTINGS,
-                "--no-leader-elect",
-                "--workers",
-                str(self.workers),
-                "--metrics-port",
-                str(self.metrics_port),
-                "--health-port",
-                str(self.health_port),
-                "--bind-address",
-                "127.0.0.1",
-            ],
-            state=self.demo.state,
-            cwd=ROOT,
-            env=self.controller_env,
-        )
-        self.controller_pid = bg.pid
-        while not self.controller_ready():
-            if not procs.alive(bg.pid):
-                raise procs.ProcessError(f"the controller exited; see {bg.log}")
-            if time.monotonic() - t0 > 300:
-                raise procs.ProcessError(f"the controller is not ready after 300 s; see {bg.log}")
-            time.sleep(0.1)
-        return time.monotonic() - t0
-
-    def controller_ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as r:
-                return bool(r.status == 200)
-        except OSError:
-            return False
+        assert self.controller is not None
+        return self.controller.start()
 
     def metrics(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as r:
-            return str(r.read().decode())
+        assert self.controller is not None
+        return self.controller.metrics(timeout=10)
 
     def kill_controller(self) -> None:
         """SIGKILL, as when a node dies: no graceful shutdown."""
-        os.kill(self.controller_pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while procs.alive(self.controller_pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        assert self.controller is not None
+        self.controller.kill()
 
     def hub_requests(self) -> int:
         with urllib.request.urlopen(f"{self.hub_url}/_mirror/requests", timeout=10) as r:
             return len(json.loads(r.read())["requests"])
-
-
-def ready_nodes(nodes_json: str) -> set[str]:
-    out = set()
-    for n in json.loads(nodes_json)["items"]:
-        for c in n.get("status", {}).get("conditions") or []:
-            if c["type"] == "Ready" and c["status"] == "True":
-                out.add(n["metadata"]["name"])
-    return out
 
 
 def stop_all(state: pathlib.Path) -> None:

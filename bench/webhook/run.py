@@ -34,17 +34,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from bench.webhook.load import Result, closed_loop, http_request, open_loop
+from devtools import procs
 from devtools.local_pki import ServingPki, make_serving_pki
-from tests.unit.webhook.builders import make_order, make_review
+from testkit.webhook import make_order, make_review
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def cpu_seconds(pid: int) -> float:
@@ -62,7 +56,7 @@ def measured(pid: int, run: Coroutine[Any, Any, Result]) -> Result:
 
 @contextmanager
 def serving(module: str, pki: ServingPki) -> Iterator[tuple[int, int]]:
-    port = _free_port()
+    port = procs.free_port()
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 
-from devtools.cluster import launcher
+from devtools.cluster import config, launcher
 
 
 def main(argv: list[str]) -> int:
@@ -16,12 +16,12 @@ def main(argv: list[str]) -> int:
     if cmd == "down":
         launcher.down()
         if "--purge" in argv:
-            shutil.rmtree(launcher.STATE, ignore_errors=True)
+            shutil.rmtree(config.STATE, ignore_errors=True)
         return 0
     if cmd == "status":
         return launcher.status()
     if cmd == "env":
-        print(f"export KUBECONFIG={launcher.P.kubeconfig}")
+        print(f"export KUBECONFIG={config.P.kubeconfig}")
         return 0
     print("usage: python -m devtools.cluster up|down [--purge]|status|env", file=sys.stderr)
     return 2

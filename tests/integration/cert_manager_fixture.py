@@ -1,7 +1,7 @@
 """cert-manager on the real local control plane, for tests that need certificates issued for real.
 
 ``running_cert_manager`` installs cert-manager's CRDs and runs its controller (and, when asked, the
-cainjector), built from the cert-manager Go module by hack/cert_manager.py (cached), as local
+cainjector), built from the cert-manager Go module by devtools/cluster/components/cert_manager.py (cached), as local
 processes until the ``with`` block ends. ``renew`` triggers a re-issuance the way ``cmctl renew``
 does (cert-manager/cmctl pkg/renew): it sets the Certificate's ``Issuing`` condition to True with
 reason ``ManuallyTriggered`` through the status subresource, and cert-manager issues anew (a new
@@ -16,11 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from hack import procs
-from hack.cert_manager import build_binaries, crds_dir
-from tests.integration.conftest import Cluster, Kubectl
-
-CRDS = ("certificates", "certificaterequests", "issuers", "clusterissuers")
+from devtools.cluster.components import cert_manager
+from devtools.cluster.components.base import Target
+from devtools.cluster.handle import Cluster, Kubectl
 
 
 @contextmanager
@@ -29,42 +27,12 @@ def running_cert_manager(
     kubectl: Kubectl,
     state: pathlib.Path,
     *,
-    binaries: tuple[str, ...] = ("controller", "cainjector"),
+    binaries: tuple[str, ...] = cert_manager.BINARIES,
     field_manager: str = "test-cert-manager",
 ) -> Iterator[None]:
-    bin_dir = build_binaries()
-    kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        f"--field-manager={field_manager}",
-        "-f",
-        str(crds_dir()),
-    )
-    kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{c}.cert-manager.io" for c in CRDS)
-    )
-    for ns in ("cert-manager", "d8-inference"):
-        kubectl("create", "namespace", ns, check=False)
-    extra = {"controller": ["--cluster-resource-namespace=cert-manager"]}
-    started = [
-        procs.start(
-            name,
-            [str(bin_dir / name), f"--kubeconfig={cluster.kubeconfig}", *extra.get(name, [])],
-            state=state,
-            cwd=state,
-        )
-        for name in binaries
-    ]
-    try:
-        for bg in started:
-            procs.wait_for_line(bg, r"\(local\) running", timeout=120)
+    target = Target(cluster.kubeconfig, state, kubectl.out, field_manager=field_manager)
+    with cert_manager.running(target, binaries=binaries):
         yield
-    finally:
-        for bg in started:
-            procs.stop(bg.name, state=state)
-            if bg.process is not None:
-                bg.process.wait(timeout=30)
 
 
 def renew(kubectl: Kubectl, namespace: str, name: str, *, attempts: int = 5) -> None:

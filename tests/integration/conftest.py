@@ -1,6 +1,7 @@
 """Fixtures for tests against the real local control plane.
 
-- ``cluster`` (session): starts the plane once (``python -m devtools.cluster up``), reused when up;
+- ``cluster`` (session): starts the plane once (``python -m devtools.cluster up``), reused when up
+  (``Cluster`` and ``Kubectl`` are devtools/cluster/handle.py);
 - ``api``: a kubernetes ApiClient for the admin kubeconfig;
 - ``kubectl``: runs our built kubectl with that kubeconfig;
 - ``namespace``: a fresh namespace per test, deleted afterwards;
@@ -11,44 +12,24 @@
 from __future__ import annotations
 
 import pathlib
-import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from devtools.cluster import launcher
+from devtools import wait
+from devtools.cluster.handle import Cluster, Kubectl, running_cluster
 
 T = TypeVar("T")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-@dataclass(frozen=True)
-class Cluster:
-    kubeconfig: pathlib.Path
-    server: str
-    bin_dir: pathlib.Path
-    ca_file: pathlib.Path
-
-    @property
-    def kubectl_path(self) -> pathlib.Path:
-        return self.bin_dir / "kubectl"
-
-
 @pytest.fixture(scope="session")
 def cluster() -> Cluster:
-    launcher.up()
-    return Cluster(
-        kubeconfig=launcher.P.kubeconfig,
-        server=launcher.server_url(),
-        bin_dir=launcher.build(),
-        ca_file=launcher.P.pki / "ca.crt",
-    )
+    return running_cluster()
 
 
 @pytest.fixture(scope="session")
@@ -56,25 +37,6 @@ def api(cluster: Cluster) -> Iterator[k8s.ApiClient]:
     c: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(cluster.kubeconfig))  # type: ignore[no-untyped-call]
     yield c
     c.close()  # type: ignore[no-untyped-call]
-
-
-class Kubectl:
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-
-    def __call__(
-        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
-    ) -> subprocess.CompletedProcess[str]:
-        res = subprocess.run(
-            [str(self.cluster.kubectl_path), f"--kubeconfig={self.cluster.kubeconfig}", *args],
-            input=input,
-            text=True,
-            capture_output=True,
-            timeout=timeout,
-        )
-        if check and res.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}): {res.stderr.strip()}")
-        return res
 
 
 @pytest.fixture(scope="session")
@@ -103,22 +65,11 @@ def wait_for(
     interval: float = 0.25,
     message: str = "condition",
 ) -> T:
-    """Poll ``fetch`` until ``predicate`` holds; fail with the last value seen."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            last = fetch()
-            error = None
-            if predicate(last):
-                return last  # type: ignore[no-any-return]
-        except Exception as e:
-            error = e
-        if time.monotonic() >= deadline:
-            detail = f"error: {error!r}" if error else f"last value: {last!r}"
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {message}; {detail}", pytrace=False)
-        time.sleep(interval)
+    """devtools.wait.wait_for, failing the test with the last value seen (no traceback) on a timeout."""
+    try:
+        return wait.wait_for(fetch, predicate, timeout=timeout, interval=interval, message=message)
+    except wait.WaitTimeoutError as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 @pytest.fixture(name="wait_for")

@@ -1,8 +1,8 @@
 """LeaderWorkerSet on the real local control plane, for tests that need it.
 
-``lws`` (session fixture): LWS's CRDs installed, its controller (built from the Go module proxy by
-hack/lws.py, cached) running as a local process, its webhooks registered under the names
-``lws-e2e-*`` (the demo's are ``lws-*``). Import it where it is needed::
+``lws`` (session fixture): LWS's CRDs installed, its controller (devtools/cluster/components/lws.py,
+built from the Go module proxy, cached) running as a local process, its webhooks registered under the
+names ``lws-e2e-*`` (the demo's are ``lws-*``). Import it where it is needed::
 
     from tests.integration.lws_fixture import lws  # noqa: F401
 """
@@ -13,33 +13,24 @@ from collections.abc import Iterator
 
 import pytest
 
-from hack import lws as lws_plane
-from tests.integration.conftest import Cluster, Kubectl
+from devtools.cluster.components import lws as lws_plane
+from devtools.cluster.components.base import Target
+from devtools.cluster.handle import Cluster, Kubectl
 
 
 @pytest.fixture(scope="session")
 def lws(
     cluster: Cluster, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[lws_plane.Running]:
-    binary = lws_plane.build_binary()
-
-    def run(*args: str, input: str | None = None, check: bool = True) -> str:
-        return kubectl(*args, input=input, check=check).stdout
-
-    lws_plane.install_crds(run, field_manager="test-lws")
+    binary = lws_plane.build()
+    lws_plane.install_crds(kubectl.out, field_manager="test-lws")
     state = tmp_path_factory.mktemp("lws")
-
-    def apply(text: str) -> object:
-        return kubectl(
-            "apply", "--server-side", "--force-conflicts", "--field-manager=test-lws", "-f", "-", input=text
-        )
+    target = Target(cluster.kubeconfig, state, kubectl.out, field_manager="test-lws")
 
     def delete(kind: str, name: str) -> object:
         return kubectl("delete", kind.lower(), name, "--ignore-not-found", check=False)
 
-    running = lws_plane.start(
-        kubeconfig=cluster.kubeconfig, state=state, apply=apply, binary=binary, prefix="lws-e2e-"
-    )
+    running = lws_plane.start(target, prefix="lws-e2e-", binary=binary)
     try:
         yield running
     finally:

@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
-from devtools.cluster import fleet, launcher
-from tests.integration.conftest import ROOT, Kubectl
+from devtools.cluster import config, fleet, launcher
+from devtools.cluster.handle import Kubectl
+from tests.integration.conftest import ROOT
 
 pytestmark = pytest.mark.cluster
 
@@ -564,7 +565,7 @@ def test_a_high_priority_pod_preempts_a_low_priority_pod_on_a_full_node(
 def test_kubectl_version_reports_the_pinned_server_version(kubectl: Kubectl) -> None:
     out = json.loads(kubectl("version", "-o", "json").stdout)
 
-    pinned = launcher.versions()["KUBE_VERSION"]
+    pinned = config.versions()["KUBE_VERSION"]
     assert out["serverVersion"]["gitVersion"] == pinned
     assert out["clientVersion"]["gitVersion"] == pinned
     assert out["serverVersion"]["minor"] == pinned.split(".")[1]
@@ -572,7 +573,7 @@ def test_kubectl_version_reports_the_pinned_server_version(kubectl: Kubectl) -> 
 
 def test_a_second_up_is_a_no_op_that_keeps_the_same_processes(kubectl: Kubectl) -> None:
     def pids() -> dict[str, int]:
-        return {c: int((launcher.P.pids / c).read_text()) for c in launcher.COMPONENTS}
+        return {c: int((config.P.pids / c).read_text()) for c in launcher.COMPONENTS}
 
     before = pids()
 

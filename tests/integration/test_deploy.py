@@ -2,7 +2,7 @@
 
 Rendering uses our built kubectl (its kustomize) and needs no cluster. The dry runs need the local
 control plane with our CRDs and cert-manager's CRDs (from the cert-manager Go module, see
-hack/cert_manager.py) installed for real; the objects themselves are only ever applied with
+devtools/cluster/components/cert_manager.py) installed for real; the objects themselves are only ever applied with
 ``--dry-run=server``: the webhook configurations of deploy/base point at a Service that does not
 exist here, and with failurePolicy Fail they would refuse every other test's writes.
 """
@@ -22,8 +22,8 @@ import yaml
 
 from controller.settings import parse_settings
 from devtools.cluster import fleet, launcher
-from hack.cert_manager import crds_dir
-from tests.integration.conftest import Kubectl
+from devtools.cluster.components.cert_manager import crds_dir
+from devtools.cluster.handle import Kubectl
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Render another tree's deploy/ (for example a copy with a work-in-progress file) when set.
@@ -236,9 +236,7 @@ def test_users_get_orders_through_aggregated_roles_and_never_classes_or_recipes(
 def test_the_local_overlay_has_no_in_cluster_processes_and_no_cert_manager_objects(local: list[Obj]) -> None:
     assert not kinds(local) & {"Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"}
     assert not [o for o in local if o["apiVersion"].startswith("cert-manager.io/")]
-    assert not [o for o in local if o["kind"].endswith("WebhookConfiguration")], (
-        "hack/demo.py registers a URL"
-    )
+    assert not [o for o in local if o["kind"].endswith("WebhookConfiguration")], "hack/demo registers a URL"
     one(local, "InferenceServiceClass", "default-llm")
     one(local, "InferenceRecipe", "vllm")
     one(local, "ClusterRole", "inference:edit")

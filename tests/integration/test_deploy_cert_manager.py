@@ -1,5 +1,5 @@
 """deploy/base's PKI issued for real: cert-manager (controller + cainjector, built from the cert-manager Go
-module by hack/cert_manager.py) runs against the local control plane while the test applies
+module by devtools/cluster/components/cert_manager.py) runs against the local control plane while the test applies
 deploy/base/cert-manager.
 
 Checks: the webhook's serving certificate is issued into Secret inference-webhook-tls for the Service's
@@ -26,8 +26,9 @@ import pytest
 import yaml
 from cryptography import x509
 
+from devtools.cluster.handle import Cluster, Kubectl
 from tests.integration.cert_manager_fixture import running_cert_manager
-from tests.integration.conftest import Cluster, Kubectl, wait_for
+from tests.integration.conftest import wait_for
 
 pytestmark = pytest.mark.cluster
 

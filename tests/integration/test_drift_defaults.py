@@ -16,7 +16,7 @@ import pytest
 from controller import drift, render
 from controller.kube import apply as kapi
 from controller.kube.client import load_api_client
-from tests.integration.conftest import Cluster
+from devtools.cluster.handle import Cluster
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import SETTINGS, Plan
 

@@ -24,10 +24,10 @@ from controller.progress import FetchingPod, FetchProgress, message_for
 from controller.progress_book import ProgressBook
 from shared import names
 from standins.hub_mirror import RunningMirror, start_mirror
+from testkit.planner import inventory_of, plan, small_fleet
 from tests.integration.fetcher_run import fetcher_command, files_under, start_fetcher
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import SETTINGS
-from tests.unit.planner.builders import inventory_of, plan, small_fleet
 from tests.unit.test_model_files import FACTS, REPOS
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

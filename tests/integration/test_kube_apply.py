@@ -12,7 +12,7 @@ import pytest
 
 from controller.kube import apply as kapi
 from controller.kube.client import load_api_client, resource_for
-from tests.integration.conftest import Cluster
+from devtools.cluster.handle import Cluster
 
 pytestmark = pytest.mark.cluster
 

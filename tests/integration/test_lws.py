@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from devtools.cluster import fleet
-from hack import lws as lws_plane
-from tests.integration.conftest import Kubectl
+from devtools.cluster.components import lws as lws_plane
+from devtools.cluster.components.lws_config import SET_NAME_LABEL
+from devtools.cluster.handle import Kubectl
 from tests.integration.lws_fixture import lws  # noqa: F401
 from tests.integration.test_bed import (
     allocated_node,
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.cluster
 
 Obj = dict[str, Any]
 WaitFor = Callable[..., Any]
-NAME_LABEL = lws_plane.SET_NAME_LABEL
+NAME_LABEL = SET_NAME_LABEL
 H100_NODES = {f"gpu-h100-{i}" for i in range(2)}
 
 
@@ -157,7 +158,7 @@ def test_a_leader_worker_set_of_two_takes_both_h100_nodes_restarts_as_a_group_an
     assert nodes == H100_NODES
 
     # LWS's pod webhook labelled the pods and injected the group's address, size and index.
-    assert pods[leader]["metadata"]["labels"][lws_plane.SET_NAME_LABEL] == name
+    assert pods[leader]["metadata"]["labels"][SET_NAME_LABEL] == name
     assert pods[leader]["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
     assert pods[worker]["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/worker-index"] == "1"
     for pod in pods.values():

@@ -16,10 +16,10 @@ import pytest
 
 from controller.facts import ModelFacts
 from controller.planner import Inventory, PlanOutcome, build_inventory, plan_order
+from devtools.cluster.handle import Kubectl
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.quantity import parse_quantity
-from tests.integration.conftest import Kubectl
-from tests.unit.planner.builders import BGE_LARGE, BGE_RERANKER, LLAMA_8B, LLAMA_70B, make_class, make_request
+from testkit.planner import BGE_LARGE, BGE_RERANKER, LLAMA_8B, LLAMA_70B, make_class, make_request
 
 pytestmark = pytest.mark.cluster
 

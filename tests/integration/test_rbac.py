@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.conftest import Kubectl, wait_for
+from devtools.cluster.handle import Kubectl
+from tests.integration.conftest import wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -22,8 +22,9 @@ from kubernetes.client.exceptions import ApiException
 
 from controller import render
 from controller.settings import parse_settings
-from hack.cert_manager import crds_dir
-from tests.integration.conftest import ROOT, Kubectl, wait_for
+from devtools.cluster.components.cert_manager import crds_dir
+from devtools.cluster.handle import Kubectl
+from tests.integration.conftest import ROOT, wait_for
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import Plan
 

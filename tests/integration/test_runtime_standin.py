@@ -19,9 +19,9 @@ import pytest
 from kubernetes import client as k8s
 
 from controller.probe import Prober
+from devtools.cluster.handle import Cluster
 from standins.runtime import RunningRuntime, make_ca, make_server_pair, start_runtime
 from standins.runtime.endpoint_tls import leaf_serial
-from tests.integration.conftest import Cluster
 
 pytestmark = pytest.mark.cluster
 
@@ -153,7 +153,7 @@ def test_an_order_whose_runtime_args_are_the_launch_plans_answers(
     api: k8s.ApiClient, namespace: str, prober: Prober
 ) -> None:
     from controller.planner.vllm import VllmLaunch, vllm_args
-    from tests.unit.planner.builders import LLAMA_8B
+    from testkit.planner import LLAMA_8B
 
     launch = VllmLaunch(
         facts=LLAMA_8B,

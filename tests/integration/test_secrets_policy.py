@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import Kubectl, wait_for
+from devtools.cluster.handle import Kubectl
+from tests.integration.conftest import wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -20,10 +20,10 @@ import pytest
 from kubernetes import client as k8s
 
 from devtools.local_pki import issue_serving_certificate
+from devtools.product.webhook import WebhookProcess, new_pki
 from standins import local_webhook
+from testkit.webhook import make_order, make_review
 from tests.integration import webhook_fixture
-from tests.integration.webhook_fixture import WebhookProcess, new_pki
-from tests.unit.webhook.builders import make_order, make_review
 
 pytestmark = pytest.mark.cluster
 cluster_webhook = webhook_fixture.cluster_webhook  # the reusable fixture, tested by the last test here

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from devtools.local_pki import issue_serving_certificate
-from tests.integration.webhook_fixture import WebhookProcess, new_pki
-from tests.unit.webhook.builders import make_order, make_review
+from devtools.product.webhook import WebhookProcess, new_pki
+from testkit.webhook import make_order, make_review
 from webhook.tls import ReloadingCertificate
 
 

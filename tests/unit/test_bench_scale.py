@@ -14,7 +14,7 @@ from bench.scale.figures import State
 from bench.scale.packing import Packing, bundled_class, bundled_recipes, pack
 from devtools.cluster import fleet
 from devtools.cluster.tuning import tuning
-from tests.unit.planner.builders import BGE_LARGE, LLAMA_70B, QWEN3_8B_FP8, QWEN_32B_AWQ
+from testkit.planner import BGE_LARGE, LLAMA_70B, QWEN3_8B_FP8, QWEN_32B_AWQ
 
 Obj = dict[str, Any]
 

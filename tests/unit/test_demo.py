@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from hack import procs
-from hack.demo import chain_summary, curl_command, outcome, shown
+from devtools import procs
+from hack.demo.order import chain_summary, curl_command, outcome, shown
 from standins import local_webhook
 
 

@@ -11,10 +11,10 @@ from controller.facts import ModelFacts
 from controller.model_facts.files import total_bytes
 from shared import reasons as r
 from shared.quantity import parse_bytes
+from testkit.planner import gpu as gpu_device
+from testkit.planner import inventory_of, make_slice, plan, small_fleet
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import SETTINGS
-from tests.unit.planner.builders import gpu as gpu_device
-from tests.unit.planner.builders import inventory_of, make_slice, plan, small_fleet
 from tests.unit.test_model_files import FACTS
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"

@@ -1,4 +1,4 @@
-"""hack/lws.py's pure parts: LWS's webhook configurations made local, and its manager configuration."""
+"""devtools/cluster/components/lws_config.py, LWS's pure parts: LWS's webhook configurations made local, and its manager configuration."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import pathlib
 
 import pytest
 
-from hack.lws import (
+from devtools.cluster.components.lws import version as lws_version
+from devtools.cluster.components.lws_config import (
     SET_NAME_LABEL,
     VERSION_ANNOTATION,
     installed_version,
-    lws_version,
     manager_config,
     webhook_configurations,
     webhook_paths,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from testkit.platform import Platform, controller_writes, hf
 from tests.integration.conftest import wait_for
-from tests.integration.platform import Platform, controller_writes, hf
 
 pytestmark = pytest.mark.cluster
 

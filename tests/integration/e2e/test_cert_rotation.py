@@ -35,9 +35,9 @@ from kubernetes import client as k8s
 
 from standins.runtime import make_ca, make_server_pair
 from standins.runtime.endpoint_tls import leaf_serial, serial_hex
+from testkit.platform import Obj, Platform, hf
 from tests.integration.cert_manager_fixture import renew, running_cert_manager
 from tests.integration.conftest import wait_for
-from tests.integration.platform import Obj, Platform, hf
 
 pytestmark = pytest.mark.cluster
 

@@ -11,7 +11,7 @@ from bench.chaos import verdict
 from bench.chaos.faults import Schedule
 from bench.chaos.run import Shape, cleanup, run
 from bench.chaos.stack import on_platform
-from tests.integration.platform import Platform
+from testkit.platform import Platform
 
 pytestmark = pytest.mark.cluster
 

@@ -2,7 +2,7 @@
 it stops, the message stops saying so (real plane, real controller, the real fetcher run locally).
 
 The order lives in the namespace whose pods KWOK holds in their init phase
-(``devtools.cluster.launcher.HOLD_INIT_NAMESPACE``): its pod shows ``model-fetcher`` running. The
+(``devtools.cluster.components.kwok_stages.HOLD_INIT_NAMESPACE``): its pod shows ``model-fetcher`` running. The
 fetcher the controller applied (its command, arguments and environment, read back from the
 Deployment) runs as a local process against a throttled Hub mirror, on the port the controller's
 ``modelFetcherMetricsAddressOverride`` points at. Then the pod is released and the order gets Ready.
@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devtools.cluster.launcher import HOLD_INIT_NAMESPACE, INIT_RELEASE_ANNOTATION
+from devtools.cluster.components.kwok_stages import HOLD_INIT_NAMESPACE, INIT_RELEASE_ANNOTATION
 from shared import names
 from standins.hub_mirror import start_mirror
+from testkit.platform import Platform, hf
 from tests.integration.conftest import wait_for
 from tests.integration.fetcher_run import files_under, start_fetcher
-from tests.integration.platform import Platform, hf
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 THROTTLE = 3 * 2**20  # bytes per second per file: the ~87 MiB model file takes about 30 s

@@ -7,7 +7,7 @@ import pytest
 
 from bench.chaos.stack import on_platform
 from bench.fuzz.__main__ import LABEL, fuzz
-from tests.integration.platform import Platform
+from testkit.platform import Platform
 
 pytestmark = pytest.mark.cluster
 

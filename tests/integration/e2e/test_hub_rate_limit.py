@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.platform import Platform, hf
+from testkit.platform import Platform, hf
 
 pytestmark = pytest.mark.cluster
 

@@ -6,8 +6,9 @@ import uuid
 
 import pytest
 
+from devtools.product.controller import ControllerProcess
+from testkit.platform import Platform, hf
 from tests.integration.conftest import wait_for
-from tests.integration.platform import ControllerProcess, Platform, hf
 
 pytestmark = pytest.mark.cluster
 
@@ -37,12 +38,11 @@ def test_one_replica_leads_and_the_other_takes_over_when_it_dies(platform: Platf
     platform.controller.stop()
     replicas = [
         ControllerProcess(
-            cluster=platform.cluster,
+            kubeconfig=platform.controller.kubeconfig,
             env=platform.controller.env,
             log_dir=platform.controller.log_dir,
             args=(*args, "--identity", f"replica-{i}-{uuid.uuid4().hex[:4]}"),
             name=f"replica-{i}",
-            kubeconfig=platform.controller.kubeconfig,
         )
         for i in range(2)
     ]

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from devtools.cluster import fleet
-from hack import lws as lws_plane
+from devtools.cluster.components.lws_config import SET_NAME_LABEL
+from testkit.platform import HF_TOKEN, Platform, hf
 from tests.integration.conftest import wait_for
-from tests.integration.platform import HF_TOKEN, Platform, hf
 from tests.integration.test_bed import allocated_node, allocated_results, condition, items
 from tests.integration.test_lws import h100_free
 
@@ -34,7 +34,7 @@ H100_NODES = {f"gpu-h100-{i}" for i in range(2)}
 def _group_pods(p: Platform, ns: str, set_name: str) -> dict[str, Obj]:
     return {
         pod["metadata"]["name"]: pod
-        for pod in items(p.kubectl, "pods", "-l", f"{lws_plane.SET_NAME_LABEL}={set_name}", namespace=ns)
+        for pod in items(p.kubectl, "pods", "-l", f"{SET_NAME_LABEL}={set_name}", namespace=ns)
     }
 
 

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import pytest
 
+from testkit.platform import Platform, hf
 from tests.integration.conftest import wait_for
-from tests.integration.platform import Platform, hf
 
 pytestmark = pytest.mark.cluster
 
 SMALL = "Qwen/Qwen2.5-0.5B-Instruct"
-
-
-@pytest.fixture(scope="module")
-def lws() -> None:
-    """The platform without a LeaderWorkerSet controller: this module's orders are single-node."""
 
 
 def test_an_unowned_service_of_the_orders_name_is_a_name_conflict_and_stays_untouched(

@@ -10,7 +10,7 @@ import ssl
 import httpx
 import pytest
 
-from tests.integration.platform import HF_TOKEN, Platform, hf
+from testkit.platform import HF_TOKEN, Platform, hf
 
 pytestmark = pytest.mark.cluster
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from testkit.platform import Platform, hf
 from tests.integration.conftest import wait_for
-from tests.integration.platform import Platform, hf
 
 pytestmark = pytest.mark.cluster
 

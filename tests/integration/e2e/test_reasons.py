@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from testkit.platform import HF_TOKEN, SETTINGS, Platform, hf
 from tests.integration.conftest import wait_for
-from tests.integration.platform import HF_TOKEN, SETTINGS, Platform, hf
 
 pytestmark = pytest.mark.cluster
 

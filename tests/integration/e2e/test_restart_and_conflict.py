@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from shared.api.order import InferenceService
+from testkit.platform import NS, Platform, controller_writes, hf
 from tests.integration.conftest import wait_for
-from tests.integration.platform import NS, Platform, controller_writes, hf
 
 pytestmark = pytest.mark.cluster
 

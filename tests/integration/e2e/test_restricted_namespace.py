@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.integration.platform import Platform, hf
+from testkit.platform import Platform, hf
 
 pytestmark = pytest.mark.cluster
 

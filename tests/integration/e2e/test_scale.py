@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from devtools.cluster import launcher
+from devtools.cluster import config
 
 pytestmark = pytest.mark.cluster
 
@@ -33,9 +33,9 @@ ORDERS = int(os.environ.get("SCALE_E2E_ORDERS", "200"))
 def plane_env() -> dict[str, str]:
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KUBECONFIG"))},
-        "INFERENCE_CLUSTER_DIR": str(launcher.STATE / "scale-e2e"),
-        "INFERENCE_API_PORT": str(launcher.API_PORT + 100),
-        "INFERENCE_ETCD_PORT": str(launcher.ETCD_PORT + 100),
+        "INFERENCE_CLUSTER_DIR": str(config.STATE / "scale-e2e"),
+        "INFERENCE_API_PORT": str(config.API_PORT + 100),
+        "INFERENCE_ETCD_PORT": str(config.ETCD_PORT + 100),
     }
 
 

@@ -40,8 +40,8 @@ from shared.api.inference_class import InferenceServiceClass
 from shared.api.order import Endpoint, InferenceService, InferenceServiceStatus, Resolved
 from shared.api.recipe import InferenceRecipe
 from shared.conditions import Verdict, true
+from testkit.planner import fleet_inventory, make_recipe
 from tests.unit.controller.builders import make_class, make_order
-from tests.unit.planner.builders import fleet_inventory, make_recipe
 
 Obj = dict[str, Any]
 

@@ -30,7 +30,7 @@ from controller.planner.ledger import Ledger, Use, use_of
 from controller.planner.reserve import devices_for
 from shared import reasons
 from shared.api.inference_class import InferenceServiceClassSpec
-from tests.unit.planner.builders import (
+from testkit.planner import (
     BGE_LARGE,
     DRIVER,
     GPU_CLASS,

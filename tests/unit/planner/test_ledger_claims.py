@@ -16,7 +16,7 @@ from typing import Any
 
 from controller.planner.inventory import DeviceKey
 from controller.planner.ledger import ClaimShape, Ledger, Use, shape_of
-from tests.unit.planner.builders import DRIVER, GPU_CLASS, gpu, make_claim, make_slice
+from testkit.planner import DRIVER, GPU_CLASS, gpu, make_claim, make_slice
 
 Obj = dict[str, Any]
 H100 = "NVIDIA H100 80GB HBM3"

@@ -23,7 +23,7 @@ from controller.planner import Inventory, build_inventory, plan_order
 from controller.planner.ledger import Ledger
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.cel import CelError, compile_selector, device_view
-from tests.unit.planner.builders import (
+from testkit.planner import (
     BGE_LARGE,
     DRIVER,
     LLAMA_8B,

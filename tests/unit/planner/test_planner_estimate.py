@@ -13,7 +13,7 @@ from controller.planner.estimate import (
     kv_bytes_per_token,
     weight_bytes,
 )
-from tests.unit.planner.builders import (
+from testkit.planner import (
     BGE_LARGE,
     LLAMA_8B,
     LLAMA_8B_GGUF,

@@ -8,7 +8,7 @@ import pytest
 
 from controller.planner import Inventory, build_inventory
 from shared import reasons
-from tests.unit.planner.builders import (
+from testkit.planner import (
     BGE_LARGE,
     LLAMA_8B,
     LLAMA_70B,

@@ -19,7 +19,7 @@ from controller.facts import ModelFacts
 from controller.planner import Inventory, build_inventory, plan_order
 from controller.planner.inventory import DeviceKey
 from shared.api.inference_class import InferenceServiceClassSpec
-from tests.unit.planner.builders import (
+from testkit.planner import (
     BGE_LARGE,
     BGE_RERANKER,
     LLAMA_8B,

@@ -13,7 +13,7 @@ import pytest
 
 from controller.facts import ModelFacts
 from controller.planner.estimate import disk_bytes, estimate_memory, kv_bytes_per_token, weight_bytes
-from tests.unit.planner.builders import (
+from testkit.planner import (
     BGE_LARGE,
     BGE_RERANKER,
     LLAMA_8B,

@@ -9,7 +9,7 @@ import pytest
 
 from controller.facts import ModelFacts
 from shared import reasons
-from tests.unit.planner.builders import (
+from testkit.planner import (
     BGE_LARGE,
     BGE_RERANKER,
     LLAMA_8B,

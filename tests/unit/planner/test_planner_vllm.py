@@ -8,7 +8,7 @@ import pytest
 
 from controller.planner.vllm import MODEL_PATH, TLS_CERT, TLS_KEY, VllmLaunch, vllm_args
 from shared import names
-from tests.unit.planner.builders import LLAMA_8B, QWEN_32B_AWQ
+from testkit.planner import LLAMA_8B, QWEN_32B_AWQ
 
 
 def make_launch(**changes: Any) -> VllmLaunch:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared import reasons
-from tests.unit.planner.builders import LLAMA_8B, gpu, inventory_of, make_class, make_slice, plan
+from testkit.planner import LLAMA_8B, gpu, inventory_of, make_class, make_slice, plan
 
 
 def nvidia_gpu(*, consumable_shares: bool) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from standins.runtime.vllm_flags import (
     refusal,
     unknown_flags,
 )
-from tests.unit.planner.builders import (
+from testkit.planner import (
     BGE_LARGE,
     BGE_RERANKER,
     LLAMA_8B,

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
-from tests.unit.webhook.builders import make_class, make_order, make_review
+from testkit.webhook import make_class, make_order, make_review
 from webhook.app import create_app
 
 

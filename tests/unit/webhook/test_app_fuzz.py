@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared.cel import selector_error
-from tests.unit.webhook.builders import make_catalog_order, make_class, make_order, make_recipe, make_review
+from testkit.webhook import make_catalog_order, make_class, make_order, make_recipe, make_review
 from webhook.app import create_app
 from webhook.handlers import ROUTES
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.webhook.builders import make_class, make_order, make_recipe, make_review
+from testkit.webhook import make_class, make_order, make_recipe, make_review
 from webhook.handlers import ROUTES, Route, handle
 
 BY_PATH = {r.path: r for r in ROUTES}

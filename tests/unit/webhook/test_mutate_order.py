@@ -10,7 +10,7 @@ import jsonpatch
 import pytest
 
 from shared.api.order import InferenceServiceSpec
-from tests.unit.webhook.builders import make_order, make_review
+from testkit.webhook import make_order, make_review
 from webhook.handlers import ROUTES, handle
 from webhook.mutate_order import MAX_WARNINGS, pruning
 from webhook.order_fields import order_spec_tree

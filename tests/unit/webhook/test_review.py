@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.unit.webhook.builders import make_order, make_review
+from testkit.webhook import make_order, make_review
 from webhook.review import MAX_BODY_BYTES, MalformedReviewError, parse_review
 
 

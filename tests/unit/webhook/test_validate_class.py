@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.webhook.builders import UNSET, make_class
+from testkit.webhook import UNSET, make_class
 from webhook.validate_class import class_problems
 
 

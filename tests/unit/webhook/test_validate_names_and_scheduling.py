@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.webhook.builders import make_class, make_order, make_review
+from testkit.webhook import make_class, make_order, make_review
 from webhook.handlers import ROUTES, handle
 from webhook.validate_class import class_problems
 from webhook.validate_order import order_name_problems

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.webhook.builders import UNSET, make_catalog_order, make_order
+from testkit.webhook import UNSET, make_catalog_order, make_order
 from webhook.validate_order import order_problems
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.webhook.builders import UNSET, make_recipe
+from testkit.webhook import UNSET, make_recipe
 from webhook.validate_recipe import recipe_problems
 
 

@@ -3,7 +3,8 @@
 Each process runs in its own session (so it survives ``make``), writes stdout and stderr to
 ``<state>/<name>.log`` and its pid to ``<state>/<name>.pid``, with the command line beside it in
 ``<state>/<name>.cmd`` so that ``stop`` never signals a pid that has since been reused by someone
-else. Used by hack/demo.py.
+else. Used by the demo (hack/demo), the add-ons of the local plane (devtools/cluster/components)
+and the product's processes (devtools/product).
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ def start(
     state: pathlib.Path,
     cwd: pathlib.Path,
     env: Mapping[str, str] | None = None,
+    log: pathlib.Path | None = None,
 ) -> Background:
-    """Start ``argv`` detached, logging to ``<state>/<name>.log``."""
+    """Start ``argv`` detached, logging to ``log`` (default ``<state>/<name>.log``, truncated)."""
     state.mkdir(parents=True, exist_ok=True)
-    log = state / f"{name}.log"
+    log = log or state / f"{name}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             list(argv),
@@ -120,6 +122,12 @@ def wait_for_line(bg: Background, pattern: str, *, timeout: float) -> re.Match[s
         if time.monotonic() > deadline:
             raise ProcessError(f"{bg.name} did not print /{pattern}/ within {timeout:.0f}s:\n{tail(text)}")
         time.sleep(0.2)
+
+
+def has_line(bg: Background, pattern: str) -> bool:
+    """Whether the log of ``bg`` has a line matching ``pattern`` now."""
+    text = bg.log.read_text(errors="replace") if bg.log.exists() else ""
+    return any(re.search(pattern, line) for line in text.splitlines())
 
 
 def tail(text: str, lines: int = 20) -> str:

@@ -1,0 +1,257 @@
+"""The product running against the real local plane, for the e2e tests and bench.chaos.
+
+``running_platform`` installs cert-manager's CRDs, the bundled class and recipe, the shipped RBAC and
+the module settings; starts the Hub mirror and the runtime stand-in in-process; and runs the controller
+as a real process (devtools/product/controller.py) under its ServiceAccount. The controller's probe
+reaches the stand-in through the documented module setting ``probeAddressOverride``, not a test-only
+branch; likewise its scrapes of a running model fetcher go to ``fetcher_metrics_port`` on loopback
+through ``modelFetcherMetricsAddressOverride`` (a test runs the real fetcher there; KWOK pod IPs are not
+reachable). ``Platform`` is the handle: apply and read objects, wait for an order's phase or reason.
+
+Our own CRDs are installed before (the ``crds`` fixture of tests/integration/conftest.py, or
+bench.chaos's install).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+
+from devtools import procs
+from devtools.cluster.components import cert_manager
+from devtools.cluster.handle import Cluster, Kubectl
+from devtools.cluster.identity import service_account_kubeconfig
+from devtools.product.controller import NAMESPACE, SETTINGS_CONFIGMAP, ControllerProcess
+from devtools.wait import wait_for
+from standins.hub_mirror import RunningMirror, start_mirror
+from standins.runtime import RunningRuntime, make_ca, start_runtime
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NS = NAMESPACE
+HF_TOKEN = "hf_e2e_test_token"
+SETTINGS = {
+    "catalogEnabled": "true",
+    "probePeriodSeconds": "1",
+    "probeFailureThreshold": "2",
+    "probeTimeoutSeconds": "2",
+    "modelStorageClass": "inference-models",
+    "claimGraceSeconds": "6",
+    "scaleUpGraceSeconds": "5",
+    "resyncSeconds": "600",
+}
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Platform:
+    cluster: Cluster
+    kubectl: Kubectl
+    api: k8s.ApiClient
+    mirror: RunningMirror
+    runtime: RunningRuntime
+    controller: ControllerProcess
+    ca_file: pathlib.Path  # the platform CA the probe trusts (module setting platformCAFile)
+    ca_key_pem: bytes  # its key: tests issue endpoint certificates with it, as cert-manager's CA issuer does
+    fetcher_metrics_port: int = 0
+    cluster_objects: list[tuple[str, str]] = field(default_factory=list)
+
+    # -- objects ---------------------------------------------------------------------------
+
+    def apply(self, obj: Obj | str) -> None:
+        text = obj if isinstance(obj, str) else yaml.safe_dump(obj)
+        self.kubectl(
+            "apply", "--server-side", "--force-conflicts", "--field-manager=e2e", "-f", "-", input=text
+        )
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Obj | None:
+        args = ["get", kind, name, "-o", "json", "--ignore-not-found"]
+        if namespace:
+            args += ["-n", namespace]
+        out = self.kubectl(*args).stdout.strip()
+        return json.loads(out) if out else None
+
+    def order(self, namespace: str, name: str) -> Obj:
+        obj = self.get("inferenceservice", name, namespace)
+        assert obj is not None, f"order {namespace}/{name} does not exist"
+        return obj
+
+    def create_order(self, namespace: str, name: str, model: Obj, *, klass: str = "default-llm") -> None:
+        self.apply(
+            {
+                "apiVersion": "ai.deckhouse.io/v1alpha1",
+                "kind": "InferenceService",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"inferenceServiceClassName": klass, "model": model},
+            }
+        )
+
+    def create_class(self, spec: Obj, *, prefix: str = "c") -> str:
+        """A cluster-scoped class with a unique name, deleted when the module ends."""
+        name = f"e2e-{prefix}-{uuid.uuid4().hex[:6]}"
+        base: Obj = {
+            "modelPolicy": {"allowedEndpointTypes": ["Chat", "Embeddings", "Rerank"]},
+            "placement": {"deviceClassNames": ["gpu.nvidia.com"], "sharingModes": ["Exclusive"]},
+            "scaling": {"minReplicas": 1, "maxReplicas": 1},
+            "exposure": {"type": "ClusterLocal", "authentication": "Token"},
+            "recipes": ["vllm"],
+        }
+        base.update(spec)
+        self.apply(
+            {
+                "apiVersion": "ai.deckhouse.io/v1alpha1",
+                "kind": "InferenceServiceClass",
+                "metadata": {"name": name},
+                "spec": base,
+            }
+        )
+        self.cluster_objects.append(("inferenceserviceclass", name))
+        return name
+
+    # -- waiting ---------------------------------------------------------------------------
+
+    def condition(self, obj: Obj, type_: str) -> Obj:
+        for c in obj.get("status", {}).get("conditions", []) or []:
+            if c["type"] == type_:
+                return dict(c)
+        return {}
+
+    def wait_reason(self, namespace: str, name: str, type_: str, reason: str, *, timeout: float = 60) -> Obj:
+        def seen(o: Obj) -> bool:
+            return self.condition(o, type_).get("reason") == reason
+
+        return wait_for(
+            lambda: self.order(namespace, name),
+            seen,
+            timeout=timeout,
+            message=f"{namespace}/{name} condition {type_} with reason {reason}",
+        )
+
+    def wait_phase(self, namespace: str, name: str, phase: str, *, timeout: float = 60) -> Obj:
+        return wait_for(
+            lambda: self.order(namespace, name),
+            lambda o: (
+                o.get("status", {}).get("phase") == phase
+                and o.get("status", {}).get("observedGeneration") == o["metadata"]["generation"]
+            ),
+            timeout=timeout,
+            message=f"{namespace}/{name} phase {phase}",
+        )
+
+    def delete_namespace_and_wait(self, namespace: str) -> None:
+        self.kubectl(
+            "delete",
+            "namespace",
+            namespace,
+            "--ignore-not-found",
+            "--wait=true",
+            "--timeout=300s",
+            timeout=320,
+        )
+
+
+def install_product(kubectl: Kubectl, *, field_manager: str) -> None:
+    """cert-manager's CRDs (Established), the namespace, the bundled class and recipe, the shipped RBAC
+    (the controller runs as its ServiceAccount)."""
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(cert_manager.crds_dir()))
+    kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io")
+    kubectl("create", "namespace", NS, check=False)
+    fm = f"--field-manager={field_manager}"
+    kubectl(
+        "apply", "--server-side", "--force-conflicts", fm,
+        "-f", str(ROOT / "deploy/base/platform/default-llm.yaml"),
+        "-f", str(ROOT / "deploy/base/platform/vllm.yaml"),
+    )  # fmt: skip
+    kubectl("apply", "--server-side", "--force-conflicts", fm, "-k", str(ROOT / "deploy/base/rbac"))
+
+
+def apply_settings(kubectl: Kubectl, *, field_manager: str, **settings: str) -> None:
+    """The module settings: ``SETTINGS`` with ``settings`` over them."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": SETTINGS_CONFIGMAP, "namespace": NS},
+        "data": dict(SETTINGS, **settings),
+    }
+    kubectl(
+        "apply", "--server-side", "--force-conflicts", f"--field-manager={field_manager}", "-f", "-",
+        input=yaml.safe_dump(doc),
+    )  # fmt: skip
+
+
+def controller_env() -> dict[str, str]:
+    """This environment without HF_* and KUBECONFIG (the settings and the kubeconfig say those)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KUBECONFIG"))}
+    env["LOG_LEVEL"] = "INFO"
+    return env
+
+
+@contextmanager
+def running_platform(cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient) -> Iterator[Platform]:
+    """The product installed and running until the ``with`` block ends; logs under .cluster/e2e-logs."""
+    install_product(kubectl, field_manager="e2e")
+    tmp = ROOT / ".cluster" / "e2e-logs" / time.strftime("%Y%m%d-%H%M%S")
+    tmp.mkdir(parents=True, exist_ok=True)
+    sa_kubeconfig = service_account_kubeconfig(
+        kubectl=cluster.kubectl_path,
+        admin_kubeconfig=cluster.kubeconfig,
+        namespace=NS,
+        name="inference-controller",
+        out=tmp / "controller.kubeconfig",
+    )
+    # It outlives the endpoint certificates (90 days by default), as the real platform CA (10 years)
+    # does: cert-manager's CA issuer cuts a certificate short at its CA's expiry.
+    ca_pem, ca_key = make_ca("inference platform CA (e2e)", days=3650)
+    ca_file = tmp / "platform-ca.crt"
+    ca_file.write_bytes(ca_pem)
+    mirror = start_mirror(tokens=(HF_TOKEN,))
+    runtime = start_runtime(
+        ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5
+    )
+    fetcher_port = procs.free_port()
+    apply_settings(
+        kubectl,
+        field_manager="e2e",
+        probeAddressOverride=runtime.address,
+        platformCAFile=str(ca_file),
+        hfEndpoint=mirror.url,
+        modelFetcherMetricsAddressOverride=f"127.0.0.1:{fetcher_port}",
+    )
+    controller = ControllerProcess(kubeconfig=sa_kubeconfig, env=controller_env(), log_dir=tmp)
+    p = Platform(cluster, kubectl, api, mirror, runtime, controller, ca_file, ca_key, fetcher_port)
+    try:
+        controller.start()
+        yield p
+    finally:
+        controller.stop()
+        runtime.stop()
+        mirror.stop()
+        for kind, name in p.cluster_objects:
+            kubectl("delete", kind, name, "--ignore-not-found", "--wait=false", check=False)
+        print(f"controller logs: {tmp}")
+
+
+def controller_writes(p: Platform) -> float:
+    """Writes the controller counted (inference_controller_api_writes_total), all kinds and verbs."""
+    total = 0.0
+    for line in p.controller.metrics().splitlines():
+        if line.startswith("inference_controller_api_writes_total"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def hf(name: str, **extra: Any) -> Obj:
+    return {"src": "HuggingFace", "ref": {"name": name, **extra.pop("ref", {})}, **extra}
+
+
+Fetch = Callable[[], Obj]
