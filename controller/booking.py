@@ -5,7 +5,8 @@ order and the ledger every worker shares.
   free view and reserve its answer in one critical section;
 - ``after_act``: settle, release or keep the reservation from what acting did, and remember
   whether the order waits for capacity (the ledger settles most reservations before, at the
-  allocation of the plan's claims: ``claim_shape`` tells it which claims are the plan's);
+  allocation of the plan's claims: ``claim_shape`` tells it which claims are the plan's), and
+  release a reservation that lapsed (``controller.lapse``);
 - ``rebuild``: after a start, every plan in force whose claims are not allocated books its place
   again, before any worker runs.
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from controller import parsed, planning, render
+from controller import lapse, parsed, planning, render
 from controller.act import Done
 from controller.intents import Intents
 from controller.kinds import Cache
@@ -83,6 +84,8 @@ def after_act(ledger: Ledger, s: Snapshot, planned: Planning, intents: Intents, 
         ledger.release(s.key)  # nothing of ours will take the place
     elif s.claims_allocated and planned.outcome is None:
         ledger.settle(s.key)  # the allocation now stands for the reservation
+    elif planned.outcome is None and lapse.lapsed(s):
+        ledger.release(s.key)  # no pod could be created in time: the place goes to others
     if intents.waiting:
         ledger.mark_exhausted(s.key)
     else:
