@@ -25,7 +25,7 @@ from controller.metrics import ControllerMetrics
 from controller.observe import Observer
 from controller.planner import LaunchPlan, PlanOutcome, PlanRequest, plan_order
 from controller.planner.inventory import Inventory
-from controller.planner.ledger import ClaimShape, Ledger, Use, shape_of, use_of
+from controller.planner.ledger import ClaimShape, Ledger, OrderKey, Use, shape_of, use_of
 from controller.planner.reserve import devices_for
 from controller.readings import own_claim_names
 from controller.render.claim import claim_devices
@@ -92,7 +92,9 @@ def after_act(ledger: Ledger, s: Snapshot, planned: Planning, intents: Intents, 
         ledger.clear_exhausted(s.key)
 
 
-def rebuild(observer: Observer) -> None:
+def rebuild(observer: Observer, now: float) -> set[OrderKey]:
+    """Returns the orders whose place had lapsed (``controller.lapse``): they book nothing."""
+    lapsed: set[OrderKey] = set()
     for raw in observer.store.list(Cache.ORDERS):
         try:
             order = parsed.ORDERS(raw)
@@ -100,8 +102,15 @@ def rebuild(observer: Observer) -> None:
             continue
         key = (order.metadata.namespace or "", order.metadata.name)
         plan = observer.plan_in_force(order)
-        if plan is not None and not observer.claims_allocated(order, plan):
+        if plan is None or observer.claims_allocated(order, plan):
+            continue
+        workload = observer.store.get(Cache.DEPLOYMENTS, key[0], key[1])
+        found = lapse.refusal_of(order, plan, workload, observer.store.labelled(Cache.PODS, *key), now=now)
+        if found is not None and now - found[0] >= observer.settings.claim_grace_seconds:
+            lapsed.add(key)
+        else:
             observer.ledger.hold(key, plan_hash(plan), _picker(plan), claim_shape(plan))
+    return lapsed
 
 
 def _picker(plan: LaunchPlan) -> Callable[[Inventory], Use]:

@@ -21,16 +21,34 @@ controller, and their reservation is held as before.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from controller import readings, render
+from controller.planner import LaunchPlan
 from controller.snapshot import Snapshot
+from shared.api.order import InferenceService
 from shared.conditions import Verdict
 
 
 def refusal(s: Snapshot) -> tuple[float, str] | None:
     """Since when, and in whose words, the Deployment of the plan in force cannot create its pods,
     while no pod of the plan exists and none of its claims is allocated (``None`` otherwise)."""
-    plan, workload = s.plan_in_force, s.deployment
-    if plan is None or workload is None or s.claims_allocated:
+    if s.claims_allocated:
+        return None
+    return refusal_of(s.order, s.plan_in_force, s.deployment, s.pods, now=s.now)
+
+
+def refusal_of(
+    order: InferenceService,
+    plan: LaunchPlan | None,
+    workload: dict[str, Any] | None,
+    pods: Sequence[dict[str, Any]],
+    *,
+    now: float,
+) -> tuple[float, str] | None:
+    """``refusal`` from the objects themselves (a start rebuilds the ledger before any snapshot)."""
+    if plan is None or workload is None:
         return None
     if plan.node_count > 1 or workload.get("kind") == readings.GROUP_KIND:
         return None
@@ -39,15 +57,15 @@ def refusal(s: Snapshot) -> tuple[float, str] | None:
         return None  # the condition may still speak of the previous template
     if int(status.get("availableReplicas") or 0) >= 1:
         return None
-    template = render.claim_template_name(s.order, plan)
-    for pod in s.pods:
+    template = render.claim_template_name(order, plan)
+    for pod in pods:
         if not pod.get("metadata", {}).get("deletionTimestamp") and readings.uses_claim_template(
             pod, template
         ):
             return None  # a pod of the plan exists: its claim may still be allocated
     for c in status.get("conditions") or []:
         if c.get("type") == "ReplicaFailure" and c.get("status") == "True":
-            return readings.parse_time(c.get("lastTransitionTime")) or s.now, str(c.get("message") or "")
+            return readings.parse_time(c.get("lastTransitionTime")) or now, str(c.get("message") or "")
     return None
 
 

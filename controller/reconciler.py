@@ -85,7 +85,7 @@ class Reconciler:
 
     def rebuild_reservations(self) -> None:
         """After a start, before any worker runs: unallocated plans in force book their places."""
-        booking.rebuild(self.observer)
+        self.lapsed |= booking.rebuild(self.observer, self.clock())
 
     def forget(self, key: tuple[str, str]) -> None:
         self.applied.pop(key, None)

@@ -5,6 +5,7 @@ server's own words, and once pods can be created again it plans again."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -14,15 +15,20 @@ import pytest
 from controller import booking, lapse
 from controller.act import Done
 from controller.decide import decide
+from controller.kinds import Cache
+from controller.observe import Observer
 from controller.planner.ledger import Ledger, Use
 from controller.planning import plan_decision
 from controller.snapshot import Capacity, Planning, Snapshot
+from controller.store import Store
+from shared import names
 from shared import reasons as r
 from tests.unit.controller.snapshots import (
     CLAIMS_FAIL,
     GPU,
     NO_CPU,
     NOW,
+    SETTINGS,
     conditions_of,
     decide_and_build,
     deployment,
@@ -36,6 +42,7 @@ from tests.unit.controller.snapshots import (
     stamp,
     status,
 )
+from tests.unit.planner.builders import fleet_objects
 
 QUOTA = (
     'pods "support-llm-6f7d9-abcde" is forbidden: exceeded quota: tenant, requested: pods=1, '
@@ -190,3 +197,47 @@ def test_no_replan_while_the_cause_holds_nor_without_a_lapse() -> None:
     assert not plan_decision(never).compute
     running = serving(plan, capacity=Capacity(epoch=1, lapsed=True))
     assert not plan_decision(running).compute
+
+
+class _Reader:
+    def __init__(self, *objs: dict[str, Any]) -> None:
+        self.objs = objs
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return next((o for o in self.objs if o["metadata"]["name"] == name), None)
+
+    def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        return list(self.objs)
+
+    def labelled(self, namespace: str, value: str) -> builtins.list[dict[str, Any]]:
+        return [o for o in self.objs if o["metadata"].get("labels", {}).get(names.LABEL_ORDER) == value]
+
+
+def _restarted(s: Snapshot) -> tuple[Ledger, set[tuple[str, str]]]:
+    """A new process's ledger after ``booking.rebuild`` over the live objects of ``s``."""
+    ledger = Ledger()
+    for obj in fleet_objects():
+        if obj["kind"] == "DeviceClass":
+            ledger.on_device_class(obj)
+    for obj in fleet_objects():
+        if obj["kind"] == "ResourceSlice":
+            ledger.on_slice(obj)
+    raw = s.order.model_dump(mode="json", by_alias=True, exclude_none=True)
+    store = Store(
+        {
+            Cache.ORDERS: _Reader(raw),
+            Cache.DEPLOYMENTS: _Reader(*([s.deployment] if s.deployment else [])),
+            Cache.PODS: _Reader(*s.pods),
+            Cache.RESOURCE_CLAIMS: _Reader(),
+        }
+    )
+    none: Any = None
+    observer = Observer(none, store, none, none, none, ledger, SETTINGS, lambda key: None)
+    return ledger, booking.rebuild(observer, s.now)
+
+
+def test_a_restart_books_no_lapsed_place_and_remembers_the_lapse() -> None:
+    ledger, lapsed = _restarted(refused(NOW - GRACE - 1))
+    assert lapsed == {("support", "support-llm")} and ledger.reserved(("support", "support-llm")) is None
+    ledger, lapsed = _restarted(refused(NOW - 10))
+    assert lapsed == set() and ledger.reserved(("support", "support-llm")) is not None
