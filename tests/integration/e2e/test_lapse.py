@@ -134,6 +134,11 @@ def test_a_quota_refused_order_gives_its_device_to_the_next_order_and_plans_agai
     p.wait_phase(b, "next", "Ready", timeout=120)
     next_ready_at = time.monotonic() - start
 
+    # A restart books no lapsed place and remembers the lapse (the quota raise below still replans A).
+    p.controller.restart()
+    time.sleep(grace)
+    assert p.order(b, "next")["status"]["phase"] == "Ready"
+
     # While the quota holds, A keeps its plan in force (no pod, no place) and says why.
     held = p.order(a, "refused")
     assert condition(p, held, "Planned")[:2] == ("True", "Planned")
