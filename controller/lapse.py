@@ -27,8 +27,9 @@ from typing import Any
 from controller import readings, render
 from controller.planner import LaunchPlan
 from controller.snapshot import Snapshot
+from shared import reasons as r
 from shared.api.order import InferenceService
-from shared.conditions import Verdict
+from shared.conditions import Verdict, false
 
 
 def refusal(s: Snapshot) -> tuple[float, str] | None:
@@ -76,7 +77,10 @@ def lapsed(s: Snapshot) -> bool:
 
 
 def judge(s: Snapshot, v: Verdict) -> tuple[Verdict, float | None]:
-    """WorkloadReady with what the lapse did, and the seconds until the reservation lapses."""
+    """WorkloadReady with what the lapse did, and the seconds until the reservation lapses.
+
+    A lapsed order's verdict quotes the refusal itself: the Deployment's ProgressDeadlineExceeded,
+    which comes 10 minutes later by default, would otherwise hide the quota's words."""
     found = refusal(s)
     if found is None:
         return v, None
@@ -84,11 +88,12 @@ def judge(s: Snapshot, v: Verdict) -> tuple[Verdict, float | None]:
     left = found[0] + grace - s.now
     if left > 0:
         return v, max(1.0, left)
-    note = (
-        f" No pod of the plan could be created for {grace:g}s, so the devices planned for it were "
-        "given back to other orders; the order plans again once its pods can be created."
-    )
-    return Verdict(v.status, v.reason, v.message + note), None
+    return false(
+        r.WORKLOAD_FAILED,
+        f"The Deployment cannot create pods: {found[1]} No pod of the plan could be created for "
+        f"{grace:g}s, so the devices planned for it were given back to other orders; the order plans "
+        "again once its pods can be created.",
+    ), None
 
 
 def replan_due(s: Snapshot) -> bool:

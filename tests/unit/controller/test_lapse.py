@@ -241,3 +241,19 @@ def test_a_restart_books_no_lapsed_place_and_remembers_the_lapse() -> None:
     assert lapsed == {("support", "support-llm")} and ledger.reserved(("support", "support-llm")) is None
     ledger, lapsed = _restarted(refused(NOW - 10))
     assert lapsed == set() and ledger.reserved(("support", "support-llm")) is not None
+
+
+def test_the_quotas_words_outlast_the_deployments_progress_deadline() -> None:
+    s = refused(NOW - 700)
+    assert s.deployment is not None
+    deadline = {
+        "type": "Progressing",
+        "status": "False",
+        "reason": "ProgressDeadlineExceeded",
+        "message": "slow",
+    }
+    conds = [deadline, *s.deployment["status"]["conditions"]]
+    s = replace(s, deployment={**s.deployment, "status": {**s.deployment["status"], "conditions": conds}})
+    v = decide_and_build(s, Planning())[0].verdicts[r.WORKLOAD_READY]
+    assert (v.status, v.reason) == ("False", r.WORKLOAD_FAILED)
+    assert QUOTA in v.message and "given back" in v.message
