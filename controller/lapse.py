@@ -88,9 +88,10 @@ def judge(s: Snapshot, v: Verdict) -> tuple[Verdict, float | None]:
     left = found[0] + grace - s.now
     if left > 0:
         return v, max(1.0, left)
+    words = found[1].rstrip().rstrip(".")
     return false(
         r.WORKLOAD_FAILED,
-        f"The Deployment cannot create pods: {found[1]} No pod of the plan could be created for "
+        f"The Deployment cannot create pods: {words}. No pod of the plan could be created for "
         f"{grace:g}s, so the devices planned for it were given back to other orders; the order plans "
         "again once its pods can be created.",
     ), None
