@@ -5,7 +5,8 @@ order and the ledger every worker shares.
   free view and reserve its answer in one critical section;
 - ``after_act``: settle, release or keep the reservation from what acting did, and remember
   whether the order waits for capacity (the ledger settles most reservations before, at the
-  allocation of the plan's claims: ``claim_shape`` tells it which claims are the plan's);
+  allocation of the plan's claims: ``claim_shape`` tells it which claims are the plan's), and
+  release a reservation that lapsed (``controller.lapse``);
 - ``rebuild``: after a start, every plan in force whose claims are not allocated books its place
   again, before any worker runs.
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from controller import parsed, planning, render
+from controller import lapse, parsed, planning, render
 from controller.act import Done
 from controller.intents import Intents
 from controller.kinds import Cache
@@ -24,7 +25,7 @@ from controller.metrics import ControllerMetrics
 from controller.observe import Observer
 from controller.planner import LaunchPlan, PlanOutcome, PlanRequest, plan_order
 from controller.planner.inventory import Inventory
-from controller.planner.ledger import ClaimShape, Ledger, Use, shape_of, use_of
+from controller.planner.ledger import ClaimShape, Ledger, OrderKey, Use, shape_of, use_of
 from controller.planner.reserve import devices_for
 from controller.readings import own_claim_names
 from controller.render.claim import claim_devices
@@ -83,13 +84,17 @@ def after_act(ledger: Ledger, s: Snapshot, planned: Planning, intents: Intents, 
         ledger.release(s.key)  # nothing of ours will take the place
     elif s.claims_allocated and planned.outcome is None:
         ledger.settle(s.key)  # the allocation now stands for the reservation
+    elif planned.outcome is None and lapse.lapsed(s):
+        ledger.release(s.key)  # no pod could be created in time: the place goes to others
     if intents.waiting:
         ledger.mark_exhausted(s.key)
     else:
         ledger.clear_exhausted(s.key)
 
 
-def rebuild(observer: Observer) -> None:
+def rebuild(observer: Observer, now: float) -> set[OrderKey]:
+    """Returns the orders whose place had lapsed (``controller.lapse``): they book nothing."""
+    lapsed: set[OrderKey] = set()
     for raw in observer.store.list(Cache.ORDERS):
         try:
             order = parsed.ORDERS(raw)
@@ -97,8 +102,15 @@ def rebuild(observer: Observer) -> None:
             continue
         key = (order.metadata.namespace or "", order.metadata.name)
         plan = observer.plan_in_force(order)
-        if plan is not None and not observer.claims_allocated(order, plan):
+        if plan is None or observer.claims_allocated(order, plan):
+            continue
+        workload = observer.store.get(Cache.DEPLOYMENTS, key[0], key[1])
+        found = lapse.refusal_of(order, plan, workload, observer.store.labelled(Cache.PODS, *key), now=now)
+        if found is not None and now - found[0] >= observer.settings.claim_grace_seconds:
+            lapsed.add(key)
+        else:
             observer.ledger.hold(key, plan_hash(plan), _picker(plan), claim_shape(plan))
+    return lapsed
 
 
 def _picker(plan: LaunchPlan) -> Callable[[Inventory], Use]:

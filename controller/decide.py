@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller import desired, lineage, planning, progress, readings, render, resolve, takeover
+from controller import desired, lapse, lineage, planning, progress, readings, render, resolve, takeover
 from controller.intents import Delete, Intents, ProbeRequest, ScrapeRequest
 from controller.planner import LaunchPlan
 from controller.snapshot import Planning, Snapshot
@@ -194,7 +194,10 @@ def _judge_workload(s: Snapshot, d: _Draft, url: str, token: str | None) -> None
     v = readings.workload_verdict(s.deployment, list(s.pods))
     if not v.ok and v.reason == r.PROGRESSING:
         v = _download_progress(s, d, v)
+    v, lapses_in = lapse.judge(s, v)
     d.verdicts[r.WORKLOAD_READY] = v
+    if lapses_in is not None:
+        d.again(lapses_in)
     if not v.ok:
         since = planning.stuck_since(s)
         d.again(max(1.0, since + s.settings.claim_grace_seconds - s.now) if since is not None else 15.0)

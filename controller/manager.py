@@ -94,6 +94,7 @@ class Controller:
                 ledger=self.ledger,
                 settings=settings,
                 applied_plan=lambda key: self.reconciler.applied.get(key),
+                lapsed=lambda key: key in self.reconciler.lapsed,
             ),
             actor=Actor(api=api, metrics=self.metrics),
         )

@@ -64,6 +64,7 @@ class Observer:
     ledger: Ledger
     settings: Settings
     applied_plan: Callable[[tuple[str, str]], LaunchPlan | None]
+    lapsed: Callable[[tuple[str, str]], bool] = lambda key: False  # ``Reconciler.lapsed``
 
     def snapshot(self, order: InferenceService, raw: Obj, now: float) -> Snapshot:
         ns, name = order.metadata.namespace or "", order.metadata.name
@@ -97,7 +98,9 @@ class Observer:
             token=auth.token,
             stale_auth_version=auth.stale_version,
             probe=self.probes.state((ns, name), endpoint),
-            capacity=Capacity(epoch=self.ledger.epoch, exhausted_since=exhausted),
+            capacity=Capacity(
+                epoch=self.ledger.epoch, exhausted_since=exhausted, lapsed=self.lapsed((ns, name))
+            ),
             claims_allocated=self.claims_allocated(order, in_force),
             fetch_progress=self.progress.state((ns, name)),
             links=self._links(ns, pods),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller import readings, render
+from controller import lapse, readings, render
 from controller.planner import LaunchPlan
 from controller.replan import PlanDecision, decide_plan
 from controller.snapshot import Planning, Snapshot
@@ -73,6 +73,8 @@ def plan_decision(s: Snapshot) -> PlanDecision:
         class_generation=s.klass.metadata.generation or 0,
         stuck_device_class=stuck_class,
     )
+    if not d.compute and lapse.replan_due(s):
+        return PlanDecision(True, False, "lapsed reservation", d.tried)
     if _new_revision(s) and in_force is not None and not d.compute:
         return PlanDecision(True, True, "model revision", ())
     grew = s.capacity.exhausted_since is not None and s.capacity.epoch > s.capacity.exhausted_since

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from controller import booking, decide, parsed
+from controller import booking, decide, lapse, parsed
 from controller.act import Actor
 from controller.classes import class_status
 from controller.kinds import Cache
@@ -34,6 +34,8 @@ class Reconciler:
     applied: dict[tuple[str, str], LaunchPlan] = field(default_factory=dict)
     # The resourceVersion of our last status write, per order: an older cached order is stale.
     written: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Orders whose reservation lapsed (``controller.lapse``), until they plan again or run.
+    lapsed: set[tuple[str, str]] = field(default_factory=set)
     # Called when this process released a place (a reservation freed): waiting orders may fit now.
     on_capacity: Callable[[], None] = lambda: None
 
@@ -64,6 +66,10 @@ class Reconciler:
         intents = decide.decide(s, planned)
         done = self.actor.act(s, intents)
         booking.after_act(self.observer.ledger, s, planned, intents, done)
+        if planned.outcome is None and lapse.lapsed(s):
+            self.lapsed.add(key)
+        elif s.claims_allocated or (planned.outcome is not None and planned.outcome.ok and done.applied):
+            self.lapsed.discard(key)
         if done.applied and intents.plan is not None:
             self.applied[key] = intents.plan
         if done.written_rv:
@@ -79,11 +85,12 @@ class Reconciler:
 
     def rebuild_reservations(self) -> None:
         """After a start, before any worker runs: unallocated plans in force book their places."""
-        booking.rebuild(self.observer)
+        self.lapsed |= booking.rebuild(self.observer, self.clock())
 
     def forget(self, key: tuple[str, str]) -> None:
         self.applied.pop(key, None)
         self.written.pop(key, None)
+        self.lapsed.discard(key)
         self.observer.probes.forget(key)
         self.observer.progress.forget(key)
         self.observer.ledger.release(key)

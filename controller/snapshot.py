@@ -55,6 +55,7 @@ class Capacity:
 
     epoch: int = 0
     exhausted_since: int | None = None  # the ledger epoch when every device class failed the order
+    lapsed: bool = False  # its reservation lapsed since its last plan (``controller.lapse``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ It holds every device the ResourceSlices publish and what takes it:
 - **reservations**: places this controller planned for an order whose claims are not allocated
   yet, keyed by order and plan hash. A reservation is released when the order's claims are
   allocated (``settle``, or at once in ``on_claim``: ``claims.covers``), when the order gets another
-  plan (``take`` replaces it), or when the order is deleted (``release``).
+  plan (``take`` replaces it), when the order is deleted, or when its pods could not be created
+  within the claim grace (``release``; ``controller.lapse``).
 
 ``take`` runs the planner against the free view and books the answer in one critical section, so
 two workers can never book the same device, MIG device or share. After a restart ``hold`` rebuilds
