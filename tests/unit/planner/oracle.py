@@ -332,7 +332,6 @@ def _planned(request: PlanRequest, cand: Candidate, estimate: MemoryEstimate, me
             gpu_memory_utilization=util_arg,
             quantization=method,
             compute_capability=(cap.major, cap.minor) if cap else None,
-            requires_token=request.requires_token,
             extra_args=tuple(recipe.spec.extra_args or ()),
         )
     )

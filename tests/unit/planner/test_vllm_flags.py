@@ -61,7 +61,6 @@ def launches() -> list[VllmLaunch]:
         "gpu_memory_utilization": 0.9,
         "quantization": "none",
         "compute_capability": (9, 0),
-        "requires_token": True,
         "extra_args": tuple(BUNDLED.get("extraArgs") or ()),
     }
     variants: list[dict[str, Any]] = [
@@ -73,7 +72,6 @@ def launches() -> list[VllmLaunch]:
         {"facts": BGE_LARGE, "endpoint_type": "Embeddings"},
         {"facts": BGE_RERANKER, "endpoint_type": "Rerank"},
         {"facts": LLAMA_8B.model_copy(update={"requires_remote_code": True})},
-        {"requires_token": False},
     ]
     return [VllmLaunch(**{**base, **v}) for v in variants]
 
