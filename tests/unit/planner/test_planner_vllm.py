@@ -71,6 +71,7 @@ def test_pooling_endpoints_use_the_pooling_runner(endpoint: str, convert: str) -
     args = vllm_args(make_launch(endpoint_type=endpoint))
     assert flag(args, "--runner") == "pooling"
     assert flag(args, "--convert") == convert
+    assert "--task" not in args, "deprecated since vLLM 0.10, refused by 0.13"
 
 
 def test_extra_args_come_last() -> None:
