@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from controller import lapse, parsed, planning, render
+from controller import lapse, parsed, planning
 from controller.act import Done
 from controller.intents import Intents
 from controller.kinds import Cache
@@ -65,7 +65,6 @@ def book(ledger: Ledger, s: Snapshot, metrics: ControllerMetrics) -> Planning:
                 served_model_name=s.order.spec.model.ref.name,
                 skip_device_classes=d.tried,
                 previous=planning.usable_in_force(s),
-                requires_token=render.requires_token(cspec),
             )
         )
         answers.append(outcome)

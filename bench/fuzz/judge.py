@@ -1,31 +1,18 @@
-"""What the contract says about an object the API server stored, and what an answer means.
+"""What the contract says about an object the API server stored, and what an answer means. Pure.
 
-A stored object is refused by the contract when its pydantic model does not validate it, when the
-webhook's validating function finds a problem in it, or (an order) when the mutating function
-would still prune something from it. Pure.
+The contract is ``bench.fuzz.contract``: the CRD schemas of ``deploy/crds`` and the refusals the
+documents promise, read independently of the webhook's and the API models' code, so a webhook that
+lets through what the contract forbids shows as a refusal here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
+from bench.fuzz.contract import refusals
 from controller.kube.errors import KubeError
-from shared.api.inference_class import InferenceServiceClass
-from shared.api.order import InferenceService
-from shared.api.recipe import InferenceRecipe
-from webhook.mutate_order import pruning
-from webhook.validate_class import class_problems
-from webhook.validate_order import order_problems
-from webhook.validate_recipe import recipe_problems
 
-CONTRACT: dict[str, tuple[type[BaseModel], Callable[[Mapping[str, Any]], list[str]]]] = {
-    "InferenceService": (InferenceService, order_problems),
-    "InferenceServiceClass": (InferenceServiceClass, class_problems),
-    "InferenceRecipe": (InferenceRecipe, recipe_problems),
-}
 OUTCOMES = (
     "accepted",
     "refused_by_schema",
@@ -39,17 +26,7 @@ OUTCOMES = (
 
 def contract_refusals(kind: str, stored: Mapping[str, Any]) -> list[str]:
     """Why the contract refuses ``stored``; empty when it accepts it."""
-    model, problems_of = CONTRACT[kind]
-    out: list[str] = []
-    try:
-        model.model_validate(stored)
-    except ValidationError as e:
-        out += [f"pydantic: {'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()[:3]]
-    out += [f"webhook: {p}" for p in problems_of(stored)]
-    if kind == "InferenceService":
-        patch, _ = pruning(stored)
-        out += [f"mutating webhook would still prune {op['path']}" for op in patch]
-    return out
+    return refusals(kind, stored)
 
 
 def outcome_of(error: Exception) -> str:

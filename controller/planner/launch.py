@@ -85,7 +85,6 @@ class PlanRequest(BaseModel):
     served_model_name: str
     skip_device_classes: tuple[str, ...] = ()
     previous: LaunchPlan | None = None
-    requires_token: bool = True
 
 
 class PlanOutcome(BaseModel):
@@ -135,7 +134,6 @@ def planned(request: PlanRequest, cand: Candidate, estimate: MemoryEstimate, met
             gpu_memory_utilization=util_arg,
             quantization=method,
             compute_capability=(cap.major, cap.minor) if cap else None,
-            requires_token=request.requires_token,
             extra_args=tuple(recipe.spec.extra_args or ()),
         )
     )

@@ -170,7 +170,6 @@ def planned_spread(request: PlanRequest, spread: Spread, estimate: MemoryEstimat
             gpu_memory_utilization=spread.utilization,
             quantization=quantization_method(facts),
             compute_capability=(cap.major, cap.minor) if cap else None,
-            requires_token=request.requires_token,
             extra_args=tuple(recipe.spec.extra_args or ()),
         )
     )

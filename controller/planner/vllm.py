@@ -45,7 +45,6 @@ class VllmLaunch:
     gpu_memory_utilization: float
     quantization: str  # our method name; vLLM detects it from the checkpoint
     compute_capability: tuple[int, int] | None
-    requires_token: bool  # the key comes from the environment (VLLM_API_KEY), never from the args
     extra_args: tuple[str, ...] = ()
     pipeline_parallel_size: int = 1  # nodes of a multi-node replica (Ray, one stage per node)
 

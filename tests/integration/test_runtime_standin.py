@@ -164,7 +164,6 @@ def test_an_order_whose_runtime_args_are_the_launch_plans_answers(
         gpu_memory_utilization=0.9,
         quantization="none",
         compute_capability=(9, 0),
-        requires_token=False,
     )
     create_order(api, namespace, "good", "Qwen/Qwen2.5-7B-Instruct")
     create_runtime_deployment(api, namespace, "good", vllm_args(launch))

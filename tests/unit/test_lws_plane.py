@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import pathlib
+import re
 
 import pytest
 
@@ -17,6 +18,7 @@ from devtools.cluster.components.lws_config import (
     webhook_configurations,
     webhook_paths,
 )
+from devtools.cluster.config import read_versions
 
 # The shape of sigs.k8s.io/lws config/webhook/manifests.yaml (two of its five webhooks).
 MANIFESTS = """
@@ -86,8 +88,15 @@ def test_the_manager_runs_without_leader_election_internal_certificates_or_metri
     assert cfg["health"] == {"healthProbeBindAddress": "127.0.0.1:2"}
 
 
-def test_the_version_is_pinned() -> None:
-    assert lws_version().startswith("v0.")
+def test_the_version_is_the_exact_release_versions_env_pins_and_the_docs_name() -> None:
+    root = pathlib.Path(__file__).resolve().parents[2]
+    pinned = read_versions((root / "devtools/cluster/versions.env").read_text())["LWS_VERSION"]
+    documented = re.search(
+        r"\*\*Version: (\S+)\*\* \(`LWS_VERSION`", (root / "docs/local-control-plane.md").read_text()
+    )
+    assert documented is not None
+    assert re.fullmatch(r"v\d+\.\d+\.\d+", pinned), "a release tag, never a branch or latest"
+    assert lws_version() == pinned == documented.group(1)
 
 
 def crd(name: str, version: str | None) -> dict[str, object]:

@@ -1,5 +1,10 @@
 """Serving orders survive the Hub and restarts: the resolved model is a record, the revision is
-pinned, and N orders of one model cost O(1) Hub calls (counted at the mirror)."""
+pinned, and N orders of one model cost O(1) Hub calls (counted at the mirror).
+
+"Nothing changed after a restart" is checked only once the restarted controller has reconciled the
+order: the controller asks for a health probe at the end of a reconcile, after its writes, so a
+probe the runtime stand-in served after the restart proves the order went through decide and act.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import dataclasses
 import json
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -28,6 +34,26 @@ def phases(p: Platform, ns: str) -> dict[str, str | None]:
     return {o["metadata"]["name"]: (o.get("status") or {}).get("phase") for o in items}
 
 
+def probes_served(p: Platform, ns: str, name: str) -> int:
+    """How many health probes of the order the runtime stand-in has answered 200."""
+    host = urlsplit(p.order(ns, name)["status"]["endpoint"]["url"]).hostname
+    return sum(
+        1
+        for r in p.runtime.requests()
+        if r["host"] == host and r["path"] == "/v1/models" and r["status"] == 200
+    )
+
+
+def wait_reconciled(p: Platform, ns: str, name: str, *, probes_before: int) -> None:
+    """Until the running controller has reconciled the order: one more probe than ``probes_before``."""
+    wait_for(
+        lambda: probes_served(p, ns, name),
+        lambda n: n > probes_before,
+        timeout=60,
+        message=f"a probe of {ns}/{name} from the restarted controller",
+    )
+
+
 def test_a_restart_with_the_hub_down_keeps_every_ready_order_ready_and_asks_the_hub_nothing(
     platform: Platform, ns: str
 ) -> None:
@@ -39,11 +65,15 @@ def test_a_restart_with_the_hub_down_keeps_every_ready_order_ready_and_asks_the_
     platform.mirror.inject_fault(503)
     try:
         platform.mirror.clear_requests()
+        before = {name: probes_served(platform, ns, name) for name in ("a", "b")}
         platform.controller.start()
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:  # the restart reconciles every order at once
             assert phases(platform, ns) == {"a": "Ready", "b": "Ready"}
             time.sleep(1)
+        for name in ("a", "b"):
+            wait_reconciled(platform, ns, name, probes_before=before[name])
+        assert phases(platform, ns) == {"a": "Ready", "b": "Ready"}
         assert platform.mirror.requests() == []
     finally:
         platform.mirror.clear_faults()
@@ -60,8 +90,10 @@ def test_a_new_upstream_commit_does_not_roll_a_serving_order(platform: Platform,
     old = repos[SMALL]
     repos[SMALL] = dataclasses.replace(old, sha="f" * 40)
     try:
-        platform.controller.restart()  # forget every in-process cache; the record must stand alone
-        time.sleep(10)
+        platform.controller.kill()
+        probes_before = probes_served(platform, ns, "pinned")
+        platform.controller.start()  # forget every in-process cache; the record must stand alone
+        wait_reconciled(platform, ns, "pinned", probes_before=probes_before)
         after = platform.order(ns, "pinned")
         dep_after = platform.get("deployment", "pinned", ns)
         assert dep_after is not None

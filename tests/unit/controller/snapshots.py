@@ -127,7 +127,6 @@ def request(s: Snapshot, *, skip: Sequence[str] = (), inventory: Inventory | Non
         inventory=inventory if inventory is not None else _fleet(),
         served_model_name=s.order.spec.model.ref.name,
         skip_device_classes=tuple(skip),
-        requires_token=render.requires_token(s.klass.spec),
     )
 
 

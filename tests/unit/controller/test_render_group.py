@@ -75,6 +75,16 @@ def test_the_leader_serves_vllm_on_ray_and_the_workers_join_its_ray_head() -> No
         assert claim["storageClassName"] == "models"
 
 
+def test_a_group_of_a_class_without_auth_carries_no_api_key() -> None:
+    spec = make_class(spec={"exposure": {"authentication": "None"}}).spec
+    objs = render.workload(make_order(), PLAN, spec, SETTINGS, revision="abc")
+    lws = next(o for o in objs if o["kind"] == "LeaderWorkerSet")
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    for pod in (tpl["leaderTemplate"]["spec"], tpl["workerTemplate"]["spec"]):
+        (container,) = pod["containers"]
+        assert names.API_KEY_ENV not in {e["name"] for e in container.get("env", [])}
+
+
 def test_the_service_selects_the_leader_only() -> None:
     order = make_order()
     svc = objects()[("Service", order.metadata.name)]

@@ -94,24 +94,62 @@ def fetching(pod: Obj) -> Obj:
     return pod
 
 
+def waiting(deployment: Obj) -> Obj:
+    """The live Deployment before its replica is available: its verdict then reads the pods."""
+    deployment["status"] = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1}
+    return deployment
+
+
+def in_group(pod: Obj) -> tuple[Obj, Obj]:
+    """The pod as the leader of a one-pod LeaderWorkerSet group that LWS counts ready."""
+    grouped = copy.deepcopy(pod)
+    grouped["metadata"]["name"] = "set-0"
+    grouped["metadata"]["labels"][group_status.SET_NAME_LABEL] = "set"
+    lws = {
+        "metadata": {"name": "set"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 1}},
+        "status": {"readyReplicas": 1},
+    }
+    return grouped, lws
+
+
+# What each reading gives on the full pod of each variant (reason of the workload and group
+# verdicts; whether the pod is unschedulable, stuck on its claims, fetching): each differs between
+# variants, so a transform that loses what one reading needs shows in at least one variant.
+EXPECTED = {
+    "ready": ("Progressing", "Available", False, False, False),
+    "unschedulable": ("Unschedulable", "Progressing", True, True, False),
+    "fetching": ("Progressing", "Available", False, False, True),
+}
+
+
 @pytest.mark.parametrize(
-    "variant", [lambda p: p, unschedulable, fetching], ids=["ready", "unschedulable", "fetching"]
+    ("name", "variant"),
+    [("ready", lambda p: p), ("unschedulable", unschedulable), ("fetching", fetching)],
+    ids=["ready", "unschedulable", "fetching"],
 )
-def test_a_pod_reads_the_same_after_the_transform(variant: Any) -> None:
+def test_a_pod_reads_the_same_after_the_transform(name: str, variant: Any) -> None:
     full = variant(live("Pod"))
     pod = slim.pod(full)
-    deployment = live("Deployment")
+    deployment = waiting(live("Deployment"))
     template = full["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
-    assert readings.unschedulable_pods([pod]) == readings.unschedulable_pods([full])
-    assert readings.workload_verdict(deployment, [pod]) == readings.workload_verdict(deployment, [full])
+    grouped, lws = in_group(full)
+
+    verdict = readings.workload_verdict(deployment, [full])
+    group = group_status.group_verdict(lws, [grouped])
+    stuck = readings.claim_stuck_since(deployment, [full], template=template)
+    unscheduled = readings.unschedulable_pods([full])
+    fetcher = progress.fetching_pod([full])
+    seen = (verdict.reason, group.reason, bool(unscheduled), stuck is not None, fetcher is not None)
+    assert seen == EXPECTED[name]
+
+    assert readings.workload_verdict(deployment, [pod]) == verdict
+    assert group_status.group_verdict(lws, [slim.pod(grouped)]) == group
+    assert readings.claim_stuck_since(deployment, [pod], template=template) == stuck
+    assert readings.unschedulable_pods([pod]) == unscheduled
+    assert progress.fetching_pod([pod]) == fetcher
     assert readings.uses_claim_template(pod, template) and readings.uses_claim_template(full, template)
     assert readings.own_claim_names([pod]) == readings.own_claim_names([full]) != set()
-    assert readings.claim_stuck_since({"status": {}, "metadata": {}}, [pod], template=template) == (
-        readings.claim_stuck_since({"status": {}, "metadata": {}}, [full], template=template)
-    )
-    assert progress.fetching_pod([pod]) == progress.fetching_pod([full])
-    lws = {"metadata": {"name": "x"}, "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 1}}}
-    assert group_status.group_verdict(lws, [pod]) == group_status.group_verdict(lws, [full])
     assert wiring.order_of(pod) == wiring.order_of(full) == full["metadata"]["labels"][names.LABEL_ORDER]
 
 

@@ -1,7 +1,11 @@
 """The planner as it was before the group search (commit efc808e): the oracle of the differential test.
 
-Copied verbatim from controller/planner/plan.py (plan_order, _keep_previous, _planned, _q, _mig_share), placement.py
-(candidates) and diagnose.py (diagnose); only the imports are gathered here. Do not optimise.
+The search and the diagnosis are the device-by-device planner of that commit. Everything they
+lean on, the memory estimate, the recipe matching, the sharing-mode rules, the model volume and
+vLLM's arguments, is the oracle's own (``oracle_model``, written from docs/memory-estimate.md,
+docs/admin-guide.md and spec api.md, with the published figures it names): it imports no planner
+code but the data types it answers in (Device, Inventory, LaunchPlan, PlanOutcome, PlanRequest).
+Do not optimise.
 """
 
 from __future__ import annotations
@@ -10,35 +14,97 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from controller.facts import ModelFacts
-from controller.planner.estimate import MemoryEstimate, disk_bytes, estimate_memory
 from controller.planner.inventory import Device, DeviceKey, Inventory
 from controller.planner.launch import LaunchPlan, PlanOutcome, PlanRequest
-from controller.planner.launch import fail as _fail
-from controller.planner.placement import (
-    MIB,
-    SHARED_MODES,
-    Candidate,
-    _available,
-    first_recipe,
-    mode_accepts,
-    tensor_parallel_sizes,
-    utilization,
-)
-from controller.planner.plan import DEFAULT_MAX_ACCELERATORS
-from controller.planner.recipes import (
-    RecipeChoice,
-    model_recipes,
-    ordered_recipes,
-    quantization_method,
-    runs_on,
-)
-from controller.planner.selectors import SelectorCache
-from controller.planner.vllm import VllmLaunch, vllm_args
 from shared import reasons
 from shared.cel import CelError, Selector, Semver, compile_selector
 from shared.quantity import GIB, format_gib, to_quantity_gi
+from tests.unit.planner.oracle_model import (
+    MIB,
+    Fit,
+    OracleEstimate,
+    fits,
+    in_preference,
+    method_of,
+    model_volume,
+    vllm_serve_args,
+)
+
+DEFAULT_MAX_ACCELERATORS = 8  # spec api.md: maxAcceleratorsPerReplica, 8 when unset
+SHARED_MODES = ("TimeSlicing", "MPS")
+NVIDIA_DRIVER = "gpu.nvidia.com"
+
+
+def _fail(reason: str, message: str) -> PlanOutcome:
+    return PlanOutcome(ok=False, reason=reason, message=message)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Devices one replica would take, with the recipe that runs on them."""
+
+    device_class: str
+    sharing_mode: str
+    devices: tuple[Device, ...]
+    recipe: Fit
+    utilization: float
+    share_bytes: int | None = None
+    share_percent: int = 100
+
+    @property
+    def count(self) -> int:
+        return len(self.devices)
+
+    @property
+    def first(self) -> Device:
+        return self.devices[0]
+
+    @property
+    def memory_per_device(self) -> int:
+        return self.share_bytes if self.share_bytes is not None else self.first.memory_bytes
+
+    @property
+    def keys(self) -> tuple[DeviceKey, ...]:
+        return tuple(d.key for d in self.devices)
+
+    def sort_key(self) -> tuple[int, int, str, str, tuple[str, ...]]:
+        """The least memory taken from the cluster first, then fewer devices, product, node, names."""
+        return (
+            self.memory_per_device * self.count,
+            self.count,
+            self.first.product_name,
+            self.first.node,
+            tuple(d.name for d in self.devices),
+        )
+
+
+def tensor_parallel_sizes(most: int, heads: int | None) -> list[int]:
+    """1, then the powers of two up to ``most`` that divide the attention heads (unknown heads: 1)."""
+    return [1] + [n for n in (2**k for k in range(1, 12)) if n <= most and heads and heads % n == 0]
+
+
+def mode_accepts(mode: str, device: Device) -> bool:
+    """MIG takes MIG devices only; the others whole devices; TimeSlicing and MPS only a device that
+    allows several allocations, whose ``sharingStrategy`` (if any) names the mode; never MPS on the
+    NVIDIA DRA driver's devices."""
+    if mode == "MIG" or device.kind == "mig":
+        return mode == "MIG" and device.kind == "mig"
+    if mode == "Exclusive":
+        return True
+    if mode == "MPS" and device.key[0] == NVIDIA_DRIVER:
+        return False
+    strategy = device.view.attributes.get(device.key[0], {}).get("sharingStrategy")
+    return device.multiple_allocations and (not isinstance(strategy, str) or strategy.lower() == mode.lower())
+
+
+def available(device: Device, mode: str, inventory: Inventory | None, busy: frozenset[DeviceKey]) -> bool:
+    """Free, or for a share: on a device other claims only partly consumed."""
+    if inventory is None or device.key not in busy:
+        return True
+    return mode in SHARED_MODES and inventory.consumed.get(device.key, 0) > 0
 
 
 def reference_plan_order(request: PlanRequest) -> PlanOutcome:
@@ -62,8 +128,8 @@ def reference_plan_order(request: PlanRequest) -> PlanOutcome:
         if name in inv.device_class_errors:
             return _fail(reasons.PLACEMENT_UNDECIDABLE, inv.device_class_errors[name] + ".")
 
-    recipes = ordered_recipes(request.recipes, spec.recipes)
-    fitting = model_recipes(recipes, facts, request.endpoint_type)
+    recipes = in_preference(request.recipes, spec.recipes)
+    fitting = fits(recipes, facts, request.endpoint_type)
     if not fitting:
         names = ", ".join(r.metadata.name for r in recipes) or "none"
         return _fail(
@@ -71,8 +137,8 @@ def reference_plan_order(request: PlanRequest) -> PlanOutcome:
             f"no recipe of the class serves {request.endpoint_type} for a {facts.format} "
             f"{facts.architecture or 'model'} (recipes: {names}).",
         )
-    method = quantization_method(facts)
-    choices = [c for c in fitting if c.min_capability is not None]
+    method = method_of(facts)
+    choices = [c for c in fitting if c.least is not None]
     if not choices:
         return _fail(
             reasons.NO_COMPATIBLE_RUNTIME_AVAILABLE,
@@ -88,12 +154,11 @@ def reference_plan_order(request: PlanRequest) -> PlanOutcome:
             f"({', '.join(placement.device_class_names)}).",
         )
 
-    cache = SelectorCache()
     eligible: dict[str, list[Device]] = {c: [] for c in allowed}
     for d in inv.devices:
         classes = [c for c in allowed if c in d.device_classes]
         try:
-            if not classes or (selector is not None and not cache.matches(selector, d.view)):
+            if not classes or (selector is not None and not selector.matches(d.view)):
                 continue
         except CelError as e:
             return _fail(
@@ -103,7 +168,7 @@ def reference_plan_order(request: PlanRequest) -> PlanOutcome:
         for c in classes:
             eligible[c].append(d)
 
-    estimate = estimate_memory(facts)
+    estimate = OracleEstimate.of(facts)
     modes = list(placement.sharing_modes or ["Exclusive"])
     max_devices = placement.max_accelerators_per_replica or DEFAULT_MAX_ACCELERATORS
     tp_sizes = tensor_parallel_sizes(max_devices, facts.num_attention_heads)
@@ -151,8 +216,8 @@ def reference_plan_order(request: PlanRequest) -> PlanOutcome:
 def _keep_previous(
     request: PlanRequest,
     eligible: dict[str, list[Device]],
-    estimate: MemoryEstimate,
-    choices: Sequence[RecipeChoice],
+    estimate: OracleEstimate,
+    choices: Sequence[Fit],
     tp_sizes: Sequence[int],
 ) -> PlanOutcome | None:
     """The previous plan's hardware, on the devices the order holds, when it still fits and is allowed."""
@@ -180,7 +245,7 @@ def _keep_previous(
     )
     if not found:
         return None
-    return _planned(request, found[0], estimate, quantization_method(request.facts))
+    return _planned(request, found[0], estimate, method_of(request.facts))
 
 
 def reference_candidates(
@@ -190,21 +255,21 @@ def reference_candidates(
     devices: Iterable[Device],
     inventory: Inventory | None,
     busy: frozenset[DeviceKey],
-    estimate: MemoryEstimate,
-    choices: Sequence[RecipeChoice],
+    estimate: OracleEstimate,
+    choices: Sequence[Fit],
     tp_sizes: Sequence[int],
 ) -> list[Candidate]:
     """Every fitting candidate, sorted; ``inventory=None`` means on an empty cluster."""
     out: list[Candidate] = []
-    by_capability: dict[Semver | None, RecipeChoice | None] = {}
+    by_capability: dict[Semver | None, Fit | None] = {}
 
-    def recipe_for(device: Device) -> RecipeChoice | None:
+    def recipe_for(device: Device) -> Fit | None:
         cap = device.compute_capability
         if cap not in by_capability:
-            by_capability[cap] = first_recipe(choices, device)
+            by_capability[cap] = next((c for c in choices if c.runs_on(cap)), None)
         return by_capability[cap]
 
-    usable = [d for d in devices if mode_accepts(mode, d) and _available(d, mode, inventory, busy)]
+    usable = [d for d in devices if mode_accepts(mode, d) and available(d, mode, inventory, busy)]
     if mode == "Exclusive":
         groups: dict[tuple[str, str, int, Semver | None], list[Device]] = defaultdict(list)
         for d in usable:
@@ -213,26 +278,26 @@ def reference_candidates(
             choice = recipe_for(group[0])
             if choice is None:
                 continue
-            util = utilization(choice)
+            util = choice.utilization
             for n in tp_sizes:
                 if n > len(group):
                     break
-                if estimate.per_device_need(n, util) <= group[0].memory_bytes:
+                if estimate.need(n, util) <= group[0].memory_bytes:
                     chosen = tuple(sorted(group, key=lambda d: d.name)[:n])
                     out.append(Candidate(device_class, mode, chosen, choice, util))
                     break
     elif mode == "MIG":
         for d in usable:
             choice = recipe_for(d)
-            if choice is not None and estimate.per_device_need(1, utilization(choice)) <= d.memory_bytes:
-                out.append(Candidate(device_class, mode, (d,), choice, utilization(choice)))
+            if choice is not None and estimate.need(1, choice.utilization) <= d.memory_bytes:
+                out.append(Candidate(device_class, mode, (d,), choice, choice.utilization))
     else:
         for d in usable:
             choice = recipe_for(d)
             if choice is None or d.memory_bytes <= 0:
                 continue
-            util = utilization(choice)
-            need = estimate.per_device_need(1, util)
+            util = choice.utilization
+            need = estimate.need(1, util)
             percent = max(1, math.ceil(need * 100 / d.memory_bytes))
             share = math.ceil(d.memory_bytes * percent / 100 / MIB) * MIB
             free = d.memory_bytes if inventory is None else inventory.free_memory(d)
@@ -247,25 +312,25 @@ def reference_diagnose(
     facts: ModelFacts,
     eligible: dict[str, list[Device]],
     modes: Sequence[str],
-    estimate: MemoryEstimate,
-    choices: Sequence[RecipeChoice],
+    estimate: OracleEstimate,
+    choices: Sequence[Fit],
     tp_sizes: Sequence[int],
     method: str,
     holds_devices: bool,
 ) -> tuple[str, str]:
     """The reason and message for an empty search over the ``eligible`` devices of each class."""
     devices = sorted({d.key: d for ds in eligible.values() for d in ds}.values(), key=lambda d: d.key)
-    util = max(c.recipe.spec.gpu_memory_utilization or 0.9 for c in choices)
-    need = estimate.per_device_need(1, util)
+    util = max(c.utilization for c in choices)
+    need = estimate.need(1, util)
     if not devices:
         return (
             reasons.NO_ACCELERATOR_WITH_ENOUGH_MEMORY,
             f"needs {format_gib(need)} per replica; no device of {', '.join(eligible)} matches the class's "
             "placement.",
         )
-    capable = [d for d in devices if any(runs_on(c, d.compute_capability) for c in choices)]
+    capable = [d for d in devices if any(c.runs_on(d.compute_capability) for c in choices)]
     if not capable:
-        least = min(c.min_capability for c in choices if c.min_capability is not None)
+        least = min(c.least for c in choices if c.least is not None)
         best = max(devices, key=lambda d: (d.compute_capability or Semver(0, 0, 0), d.product_name))
         cap = best.compute_capability
         reach = f"{cap.major}.{cap.minor}" if cap else "an unknown capability"
@@ -310,31 +375,23 @@ def reference_diagnose(
     )
 
 
-def _planned(request: PlanRequest, cand: Candidate, estimate: MemoryEstimate, method: str) -> PlanOutcome:
+def _planned(request: PlanRequest, cand: Candidate, estimate: OracleEstimate, method: str) -> PlanOutcome:
     facts, recipe = request.facts, cand.recipe.recipe
     device = cand.first
     per_device = cand.memory_per_device
-    context = facts.context_length or estimate.min_context
+    context = facts.context_length or estimate.context
     util_arg = cand.utilization
     if cand.sharing_mode in SHARED_MODES:
         util_arg = round(cand.utilization * cand.share_percent / 100, 4)
-    max_len = estimate.max_model_len(
-        device_bytes=per_device, devices=cand.count, utilization=cand.utilization, context_length=context
-    )
-    cap = device.compute_capability
-    args = vllm_args(
-        VllmLaunch(
-            facts=facts,
-            endpoint_type=request.endpoint_type,
-            served_model_name=request.served_model_name,
-            tensor_parallel_size=cand.count,
-            max_model_len=max_len,
-            gpu_memory_utilization=util_arg,
-            quantization=method,
-            compute_capability=(cap.major, cap.minor) if cap else None,
-            requires_token=request.requires_token,
-            extra_args=tuple(recipe.spec.extra_args or ()),
-        )
+    max_len = estimate.max_len(per_device, cand.count, cand.utilization, context)
+    args = vllm_serve_args(
+        facts,
+        endpoint_type=request.endpoint_type,
+        served_name=request.served_model_name,
+        tensor_parallel=cand.count,
+        max_len=max_len,
+        utilization=util_arg,
+        extra=recipe.spec.extra_args or (),
     )
     selectors = [f"device.attributes[{_q(device.key[0])}].productName == {_q(device.product_name)}"]
     if cand.sharing_mode == "MIG" and device.profile:
@@ -344,7 +401,6 @@ def _planned(request: PlanRequest, cand: Candidate, estimate: MemoryEstimate, me
     share_percent = cand.share_percent
     if cand.sharing_mode == "MIG":
         share_percent = _mig_share(request.inventory, device)
-    weights_on_disk = disk_bytes(facts)
     plan = LaunchPlan(
         device_class=cand.device_class,
         product_name=device.product_name,
@@ -361,13 +417,13 @@ def _planned(request: PlanRequest, cand: Candidate, estimate: MemoryEstimate, me
         args=args,
         cpu=str(2 + 2 * cand.count),
         memory=to_quantity_gi(4 * GIB + 2 * GIB * cand.count + estimate.weights // 4),
-        model_volume=to_quantity_gi(math.ceil(weights_on_disk * 1.1) + GIB),
+        model_volume=model_volume(facts),
         max_model_len=max_len,
         gpu_memory_utilization=util_arg,
         endpoint_type=request.endpoint_type,
         needs_bytes=estimate.weights + estimate.kv_cache,
     )
-    need = estimate.per_device_need(cand.count, cand.utilization)
+    need = estimate.need(cand.count, cand.utilization)
     return PlanOutcome(
         ok=True,
         reason=reasons.PLANNED_OK,

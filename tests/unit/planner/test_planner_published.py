@@ -1,7 +1,11 @@
 """Our memory estimate against published figures (the table of docs/memory-estimate.md).
 
 Each row is a figure somebody else published, with its source; the estimate must land within 15%
-of it, except where docs/memory-estimate.md explains the gap.
+of it, except where docs/memory-estimate.md explains the gap. The three vllm-project/vllm#10511
+rows are the profile the overhead constants were fitted to (calibration, not validation); the
+others are independent of it: the HF blog's KV table, llama.cpp's own KV allocation, a KV
+calculator's worked example and a VRAM guide's weight and KV figures. A row never compares
+our model facts with themselves (the facts are copied from the same checkpoints).
 """
 
 from __future__ import annotations
@@ -12,10 +16,8 @@ from dataclasses import dataclass
 import pytest
 
 from controller.facts import ModelFacts
-from controller.planner.estimate import disk_bytes, estimate_memory, kv_bytes_per_token, weight_bytes
+from controller.planner.estimate import estimate_memory, kv_bytes_per_token, weight_bytes
 from testkit.planner import (
-    BGE_LARGE,
-    BGE_RERANKER,
     LLAMA_8B,
     LLAMA_8B_GGUF,
     LLAMA_70B,
@@ -23,7 +25,7 @@ from testkit.planner import (
     QWEN_32B_AWQ,
 )
 
-GB, GIB = 10**9, 2**30
+GB, GIB, MIB = 10**9, 2**30, 2**20
 
 
 def _weights(f: ModelFacts) -> float:
@@ -90,11 +92,53 @@ ROWS = [
         "huggingface.co/blog/llama31",
     ),
     Published(
-        "Qwen2.5-32B-Instruct-AWQ safetensors elements (5.73B)",
+        "Llama-3.1 8B KV cache, 1k tokens",
+        LLAMA_8B,
+        lambda f: 1024 * kv_bytes_per_token(f),
+        0.125 * GIB,
+        "huggingface.co/blog/llama31",
+    ),
+    Published(
+        "Llama-3.1 70B KV cache, 1k tokens",
+        LLAMA_70B,
+        lambda f: 1024 * kv_bytes_per_token(f),
+        0.313 * GIB,
+        "huggingface.co/blog/llama31",
+    ),
+    Published(
+        "Llama-3 8B KV cache at 2,048 tokens (llama.cpp f16 allocation)",
+        LLAMA_8B,
+        lambda f: 2048 * kv_bytes_per_token(f),
+        256 * MIB,
+        "huggingface.co/dranger003/c4ai-command-r-v01-iMat.GGUF/discussions/6",
+    ),
+    Published(
+        "Llama-3 70B KV cache at 2,048 tokens (llama.cpp f16 allocation)",
+        LLAMA_70B,
+        lambda f: 2048 * kv_bytes_per_token(f),
+        640 * MIB,
+        "huggingface.co/dranger003/c4ai-command-r-v01-iMat.GGUF/discussions/6",
+    ),
+    Published(
+        "Llama 3.1 8B KV bytes per token (BF16)",
+        LLAMA_8B,
+        kv_bytes_per_token,
+        131_072,
+        "docs.rs/kv-cache-size (README example)",
+    ),
+    Published(
+        "Qwen 2.5 32B KV bytes per token",
         QWEN_32B_AWQ,
-        lambda f: sum(f.parameter_dtype_counts.values()),
-        5.73e9,
-        "Hub model page",
+        kv_bytes_per_token,
+        262e3,
+        "gigagpu.com/qwen-2-5-32b-vram-requirements",
+    ),
+    Published(
+        "Qwen 2.5 32B AWQ INT4 g=128 weights, from the count",
+        QWEN_32B_AWQ,
+        _from_count(),
+        17.2 * GB,
+        "gigagpu.com/qwen-2-5-32b-vram-requirements",
     ),
     Published(
         "Qwen2.5-32B-Instruct-AWQ weights from the parameter count",
@@ -103,8 +147,6 @@ ROWS = [
         3_931_176_960 * 4 + 1_802_048_512 * 2,
         "safetensors headers",
     ),
-    Published("bge-large-en-v1.5 fp32 memory", BGE_LARGE, disk_bytes, 1.25 * GIB, "MTEB leaderboard"),
-    Published("bge-reranker-v2-m3 model.safetensors", BGE_RERANKER, disk_bytes, 2.27 * GB, "Hub file list"),
     Published(
         "Llama-3.1-8B Q4_K_M GGUF from the parameter count",
         LLAMA_8B_GGUF,

@@ -175,12 +175,6 @@ CASES = [
         reasons.NO_COMPATIBLE_RUNTIME_AVAILABLE,
         changes={"recipes": [make_recipe(architectures=["Qwen2ForCausalLM"])]},
     ),
-    Case(
-        "a class without a token gets no API key argument",
-        LLAMA_8B,
-        reasons.PLANNED_OK,
-        changes={"requires_token": False},
-    ),
 ]
 
 

@@ -21,7 +21,6 @@ def make_launch(**changes: Any) -> VllmLaunch:
         "gpu_memory_utilization": 0.9,
         "quantization": "none",
         "compute_capability": (8, 9),
-        "requires_token": True,
     }
     fields.update(changes)
     return VllmLaunch(**fields)
@@ -49,7 +48,7 @@ def test_a_chat_launch_names_the_model_port_lengths_and_tls_that_reloads() -> No
 
 
 def test_the_api_key_is_never_an_argument_vllm_reads_it_from_its_environment() -> None:
-    args = vllm_args(make_launch(requires_token=True))
+    args = vllm_args(make_launch())
     assert not any("api-key" in a or names.API_KEY_ENV in a for a in args)
     assert names.API_KEY_ENV == "VLLM_API_KEY"
 
@@ -72,8 +71,9 @@ def test_pooling_endpoints_use_the_pooling_runner(endpoint: str, convert: str) -
     args = vllm_args(make_launch(endpoint_type=endpoint))
     assert flag(args, "--runner") == "pooling"
     assert flag(args, "--convert") == convert
+    assert "--task" not in args, "deprecated since vLLM 0.10, refused by 0.13"
 
 
 def test_extra_args_come_last() -> None:
-    args = vllm_args(make_launch(requires_token=False, extra_args=("--enable-prefix-caching",)))
+    args = vllm_args(make_launch(extra_args=("--enable-prefix-caching",)))
     assert args[-1] == "--enable-prefix-caching"

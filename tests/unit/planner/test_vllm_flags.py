@@ -61,7 +61,6 @@ def launches() -> list[VllmLaunch]:
         "gpu_memory_utilization": 0.9,
         "quantization": "none",
         "compute_capability": (9, 0),
-        "requires_token": True,
         "extra_args": tuple(BUNDLED.get("extraArgs") or ()),
     }
     variants: list[dict[str, Any]] = [
@@ -73,7 +72,6 @@ def launches() -> list[VllmLaunch]:
         {"facts": BGE_LARGE, "endpoint_type": "Embeddings"},
         {"facts": BGE_RERANKER, "endpoint_type": "Rerank"},
         {"facts": LLAMA_8B.model_copy(update={"requires_remote_code": True})},
-        {"requires_token": False},
     ]
     return [VllmLaunch(**{**base, **v}) for v in variants]
 
@@ -117,11 +115,19 @@ def test_flag_names_are_read_as_the_parser_reads_them(arg: str, name: str | None
     assert flag_name(arg) == name
 
 
-def test_an_unknown_flag_or_a_removed_one_is_refused_with_vllms_words() -> None:
-    args = ["--model", "/models/model", "--task", "embed", "--enable-ssl-reload", "--api-key=x"]
+def test_an_unknown_flag_and_a_removed_one_are_both_refused_with_vllms_words() -> None:
+    """``--enable-ssl-reload`` never existed (the flag is ``--enable-ssl-refresh``);
+    ``--use-v2-block-manager`` was deprecated in vLLM 0.6.3 (vllm#8704) and is gone from 0.11's parser."""
+    args = ["--model", "/models/model", "--enable-ssl-reload", "--use-v2-block-manager", "--api-key=x"]
     assert refusal("vllm/vllm-openai:v0.11.0", args) == (
-        "vllm serve: error: unrecognized arguments: --enable-ssl-reload"
+        "vllm serve: error: unrecognized arguments: --enable-ssl-reload --use-v2-block-manager"
     )
+
+
+def test_a_deprecated_flag_still_in_the_parser_is_accepted() -> None:
+    """``--task`` is deprecated since vLLM 0.10 (vllm#21470: ``--runner``/``--convert``) but 0.11 still
+    parses it; vLLM 0.13 refuses it. The plans never emit it (test_planner_vllm)."""
+    assert refusal("vllm/vllm-openai:v0.11.0", ["--model", "/models/model", "--task", "embed"]) is None
 
 
 def test_a_vllm_image_without_a_frozen_version_is_refused_and_other_images_are_not_checked() -> None:
