@@ -347,11 +347,12 @@ def ns(platform: Platform, request: pytest.FixtureRequest) -> Iterator[str]:
     platform.delete_namespace_and_wait(name)
 
 
-def controller_writes(p: Platform) -> float:
-    """Writes the controller counted (inference_controller_api_writes_total), all kinds and verbs."""
+def controller_writes(p: Platform, *, events: bool = False) -> float:
+    """Write requests the controller counted (inference_controller_api_writes_total, every write it
+    sends, the model-facts ConfigMap included): all but Events, or with ``events`` the Events alone."""
     total = 0.0
     for line in p.controller.metrics().splitlines():
-        if line.startswith("inference_controller_api_writes_total"):
+        if line.startswith("inference_controller_api_writes_total{") and ('kind="Event"' in line) == events:
             total += float(line.rsplit(" ", 1)[1])
     return total
 
