@@ -68,11 +68,17 @@ def written(p: Platform) -> Counter[tuple[str, str]]:
 def test_a_restarted_controller_makes_zero_writes_for_a_steady_order(platform: Platform, ns: str) -> None:
     before_create = controller_writes(platform)
     events_before = controller_writes(platform, events=True)
+    by_kind = written(platform)
+    start = time.monotonic()
     platform.create_order(ns, "steady", hf(SMALL))
     platform.wait_phase(ns, "steady", "Ready", timeout=90)
+    seconds = time.monotonic() - start
     to_ready = controller_writes(platform) - before_create
     events = controller_writes(platform, events=True) - events_before
+    kinds = written(platform) - by_kind
     print(f"controller writes from creation to Ready: {to_ready:.0f}, and {events:.0f} Events")
+    print(f"by kind and verb: {dict(sorted(kinds.items()))}")
+    print(f"from the apply to phase Ready: {seconds:.1f} s")
     assert to_ready > 0 and events > 0, "the count sees the order's writes and its Events"
     time.sleep(3)  # let the HPA and the first probes settle
     order = platform.order(ns, "steady")
