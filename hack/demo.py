@@ -49,11 +49,12 @@ EXAMPLE = ROOT / "examples" / "support-llm.yaml"
 LOCAL_OVERLAY = ROOT / "deploy" / "overlays" / "local"
 OUR_CRDS = ("inferenceservices", "inferenceserviceclasses", "inferencerecipes")
 # Local process names, in start order; `down` stops them in reverse.
-PROCESSES = ("hub-mirror", "runtime-standin", "webhook", "lws-controller", "controller")
+PROCESSES = ("hub-mirror", "issuer-standin", "runtime-standin", "webhook", "lws-controller", "controller")
 CONTROLLER_METRICS_PORT = 18080
 CONTROLLER_HEALTH_PORT = 18081
 HUB_MIRROR_LINE = r"HF mirror listening on (http://\S+)"
 RUNTIME_LINE = r"runtime stand-in listening on https://([0-9.]+):(\d+)"
+ISSUER_LINE = r"issuer stand-in running"
 
 
 def say(msg: str) -> None:
@@ -237,10 +238,6 @@ def start_runtime(demo: Demo) -> str:
             "127.0.0.1",
             "--port",
             "0",
-            "--ca-cert",
-            str(demo.pki / "platform-ca.crt"),
-            "--ca-key",
-            str(demo.pki / "platform-ca.key"),
             "--kubeconfig",
             str(demo.kubeconfig),
         ],
@@ -249,7 +246,31 @@ def start_runtime(demo: Demo) -> str:
         env=demo.env,
     )
     match = procs.wait_for_line(bg, RUNTIME_LINE, timeout=60)
+    start_issuer(demo)
     return f"{match.group(1)}:{match.group(2)}"
+
+
+def start_issuer(demo: Demo, *, period: float = 1.0) -> None:
+    """cert-manager's CA issuer does not run here: the issuer stand-in writes each order's
+    ``<order>-tls`` from its Certificate, the only certificate the runtime stand-in serves."""
+    say("issuer stand-in (python -m standins.issuer): issues the orders' Certificates from the platform CA")
+    pki = [f"--ca-{k}={demo.pki / f'platform-ca.{e}'}" for k, e in (("cert", "crt"), ("key", "key"))]
+    bg = procs.start(
+        "issuer-standin",
+        [
+            demo.python,
+            "-m",
+            "standins.issuer",
+            *pki,
+            f"--period={period}",
+            "--kubeconfig",
+            str(demo.kubeconfig),
+        ],
+        state=demo.state,
+        cwd=demo.root,
+        env=demo.env,
+    )
+    procs.wait_for_line(bg, ISSUER_LINE, timeout=60)
 
 
 def start_webhook(demo: Demo) -> None:

@@ -27,6 +27,7 @@ from devtools.cluster import launcher
 from devtools.cluster.identity import service_account_kubeconfig
 from standins import local_webhook
 from standins.hub_mirror import RunningMirror, start_mirror
+from standins.issuer import start_issuer
 from standins.runtime import RunningRuntime, make_ca, start_runtime
 from tests.integration.conftest import Cluster, Kubectl
 from tests.integration.platform import HF_TOKEN, NS, SETTINGS, ControllerProcess, Platform
@@ -275,9 +276,9 @@ def running(log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL) -> 
     ca_file = log_dir / "platform-ca.crt"
     ca_file.write_bytes(ca_pem)
     mirror = start_mirror(tokens=(HF_TOKEN,))
-    runtime = start_runtime(
-        ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(c.kubeconfig), cache_seconds=0.5
-    )
+    runtime = start_runtime(kubeconfig=str(c.kubeconfig), cache_seconds=0.5)
+    # The runtime serves only the <order>-tls that the issuer stand-in (cert-manager's part) writes.
+    issuer = start_issuer(ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(c.kubeconfig), period=0.5)
     apply_settings(
         kubectl, probeAddressOverride=runtime.address, platformCAFile=str(ca_file), hfEndpoint=mirror.url
     )
@@ -293,6 +294,7 @@ def running(log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL) -> 
         reps.stop()
         webhook.unregister()
         webhook.stop()
+        issuer.stop()
         runtime.stop()
         mirror.stop()
         api.close()  # type: ignore[no-untyped-call]

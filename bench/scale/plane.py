@@ -29,7 +29,7 @@ from hack import procs
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STATE = launcher.STATE / "bench-scale"
 NAMESPACE = d.NAMESPACE
-PROCESSES = ("hub-mirror", "runtime-standin", "webhook", "controller")
+PROCESSES = ("hub-mirror", "issuer-standin", "runtime-standin", "webhook", "controller")
 
 
 def say(msg: str) -> None:
@@ -141,10 +141,6 @@ class Plane:
                 "127.0.0.1",
                 "--port",
                 "0",
-                "--ca-cert",
-                str(self.demo.pki / "platform-ca.crt"),
-                "--ca-key",
-                str(self.demo.pki / "platform-ca.key"),
                 "--kubeconfig",
                 str(self.demo.kubeconfig),
                 "--cache-seconds",
@@ -155,6 +151,8 @@ class Plane:
             env=self.demo.env,
         )
         match = procs.wait_for_line(bg, d.RUNTIME_LINE, timeout=60)
+        # It serves only the certificates the issuer stand-in writes; a pass lists every Certificate.
+        d.start_issuer(self.demo, period=5.0)
         return f"{match.group(1)}:{match.group(2)}"
 
     def start_controller(self) -> float:

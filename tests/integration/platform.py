@@ -31,6 +31,7 @@ from kubernetes import client as k8s
 from devtools.cluster.identity import service_account_kubeconfig
 from hack import lws as lws_plane
 from standins.hub_mirror import RunningMirror, start_mirror
+from standins.issuer import start_issuer
 from standins.runtime import RunningRuntime, make_ca, start_runtime
 from tests.integration.conftest import Cluster, Kubectl, wait_for
 
@@ -254,6 +255,7 @@ def platform(
     crds: None,
     lws: lws_plane.Running,  # multi-node orders run on LeaderWorkerSet (tests/integration/lws_fixture.py)
     tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Platform]:
     from hack.cert_manager import crds_dir
 
@@ -294,8 +296,16 @@ def platform(
     ca_file = tmp / "platform-ca.crt"
     ca_file.write_bytes(ca_pem)
     mirror = start_mirror(tokens=(HF_TOKEN,))
-    runtime = start_runtime(
-        ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5
+    runtime = start_runtime(kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5)
+    # The runtime serves only the certificate the platform issued into <order>-tls, so an order is
+    # Ready only once its Certificate is issued: by the issuer stand-in, or, in a module that sets
+    # ISSUER = "cert-manager", by the real cert-manager it runs itself.
+    issuer = (
+        None
+        if getattr(request.module, "ISSUER", "standin") == "cert-manager"
+        else start_issuer(
+            ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(cluster.kubeconfig), period=0.5
+        )
     )
     fetcher_port = free_port()
     settings = dict(
@@ -330,6 +340,8 @@ def platform(
         yield p
     finally:
         controller.stop()
+        if issuer is not None:
+            issuer.stop()
         runtime.stop()
         mirror.stop()
         for kind, name in p.cluster_objects:
