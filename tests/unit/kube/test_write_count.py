@@ -136,3 +136,35 @@ def test_the_model_facts_configmap_writes_are_counted() -> None:
     assert [m for m, _ in api.pool.sent] == ["PATCH", "POST"]
     assert api.pool.sent[0][1].endswith(f"/configmaps/{NAME}")
     assert api.writes == [("ConfigMap", "patch"), ("ConfigMap", "create")]
+
+
+def test_the_assembled_controller_counts_its_facts_and_event_writes_on_its_metrics() -> None:
+    """The controller as ``python -m controller`` builds it: the writes of its facts store and of its
+    Event sender reach the registry it serves on /metrics (the HTTP pool is the only fake)."""
+    from prometheus_client import generate_latest
+
+    from controller.__main__ import parse_args
+    from controller.manager import Controller
+    from controller.settings import parse_settings
+
+    api = FakeApi((404, {"reason": "NotFound"}), (201, {}), (201, {}))
+    on_write(api, None)  # the controller sets its own hook
+    ctl = Controller(parse_args(["--no-leader-elect"]), api, parse_settings({}, {}))
+    try:
+        store = ctl.hub._store
+        assert store is not None
+        store.put("org/model", "abc", LLAMA_8B)  # what a resolution does with new facts
+        order: dict[str, Any] = {"apiVersion": "ai.deckhouse.io/v1alpha1", "kind": "InferenceService"}
+        order["metadata"] = {"name": "o", "namespace": "team", "uid": "u", "resourceVersion": "1"}
+        ctl.reconciler.actor.send_event(order, "Normal", "Planned", "planned")
+    finally:
+        ctl.stop()
+    page = generate_latest(ctl.registry).decode()
+    samples = sorted(
+        line for line in page.splitlines() if line.startswith("inference_controller_api_writes_total{")
+    )
+    assert samples == [
+        'inference_controller_api_writes_total{kind="ConfigMap",verb="create"} 1.0',
+        'inference_controller_api_writes_total{kind="ConfigMap",verb="patch"} 1.0',
+        'inference_controller_api_writes_total{kind="Event",verb="create"} 1.0',
+    ]
