@@ -299,10 +299,10 @@ def platform(
     runtime = start_runtime(kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5)
     # The runtime serves only the certificate the platform issued into <order>-tls, so an order is
     # Ready only once its Certificate is issued: by the issuer stand-in, or, in a module that sets
-    # ISSUER = "cert-manager", by the real cert-manager it runs itself.
+    # PLATFORM_ISSUER = "cert-manager", by the real cert-manager it runs itself.
     issuer = (
         None
-        if getattr(request.module, "ISSUER", "standin") == "cert-manager"
+        if getattr(request.module, "PLATFORM_ISSUER", "standin") == "cert-manager"
         else start_issuer(
             ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(cluster.kubeconfig), period=0.5
         )
