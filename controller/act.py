@@ -1,4 +1,6 @@
-"""act: carry out one decision's intents. The only place that writes to the API server.
+"""act: carry out one decision's intents. The only place that writes an order's objects (the
+model-facts ConfigMap, a class's status and the Lease are written elsewhere; every write is counted
+in ``controller.kube.client``).
 
 Order of writes: the ``<order>-auth`` Secret (minted once), the workload objects (server-side
 apply, only those that changed or drifted), the prune, then the status (merge patch on
@@ -12,6 +14,7 @@ applied in full.
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import secrets
 from dataclasses import dataclass, replace
@@ -58,10 +61,8 @@ class Actor:
             for obj in intents.apply:
                 log.info("apply %s %s/%s", obj["kind"], ns, obj["metadata"]["name"])
                 kapi.apply(self.api, obj, field_manager=names.FIELD_MANAGER)
-                self._count(obj["kind"], "apply")
             for d in intents.delete:
                 kapi.delete(self.api, d.api_version, d.kind, namespace=ns, name=d.name)
-                self._count(d.kind, "delete")
         except (kerr.Invalid, kerr.NotFound, kerr.Forbidden) as e:
             applied = False
             intents = with_apply_failure(s, intents, str(e))
@@ -97,15 +98,11 @@ class Actor:
                         "data": {names.AUTH_TOKEN_KEY: base64.b64encode(token.encode()).decode()},
                     },
                 )  # a Conflict (changed since observed) requeues the order
-                self._count("Secret", "patch")
                 return
             except kerr.NotFound:
                 pass  # the garbage collector deleted it meanwhile: create the order's own
-        try:
+        with contextlib.suppress(kerr.AlreadyExists):  # another reconcile minted it first; its token stands
             kapi.create(self.api, secret)
-            self._count("Secret", "create")
-        except kerr.AlreadyExists:
-            pass  # another reconcile minted it first; its token stands
 
     def _write_status(self, s: Snapshot, intents: Intents, raw: Obj) -> str | None:
         stamp = datetime.fromtimestamp(s.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -121,7 +118,6 @@ class Actor:
             status=merge_patch(s.order.status.to_wire(), new.to_wire()),
             resource_version=s.resource_version,
         )
-        self._count("InferenceService", "status")
         for t in transitions(s.order.status, new):
             self.event(raw, t.type, t.reason, t.message)
         rv = stored.get("metadata", {}).get("resourceVersion")
@@ -151,9 +147,6 @@ class Actor:
         except kerr.KubeError as e:
             meta = raw["metadata"]
             log.info("event for %s/%s not recorded: %s", meta.get("namespace"), meta["name"], e)
-
-    def _count(self, kind: str, verb: str) -> None:
-        self.metrics.api_writes.labels(kind=kind, verb=verb).inc()
 
 
 def with_apply_failure(s: Snapshot, intents: Intents, error: str) -> Intents:

@@ -61,5 +61,4 @@ def class_status(observer: Observer, actor: Actor, name: str, now: float) -> flo
         status=new.to_wire(),
         resource_version=raw["metadata"]["resourceVersion"],
     )
-    actor.metrics.api_writes.labels(kind="InferenceServiceClass", verb="status").inc()
     return None

@@ -22,7 +22,7 @@ from controller.factstore import ConfigMapFactsStore
 from controller.hub import HubClient
 from controller.kinds import Cache, Fanout, watched
 from controller.kube import errors as kerr
-from controller.kube.client import RESOURCES
+from controller.kube.client import RESOURCES, on_write
 from controller.kube.informer import Informer
 from controller.kube.queue import WorkQueue
 from controller.metrics import ControllerMetrics
@@ -49,6 +49,7 @@ class Controller:
         self.stop_event = threading.Event()
         self.registry = CollectorRegistry()
         self.metrics = ControllerMetrics(self.registry)
+        on_write(api, lambda kind, verb: self.metrics.api_writes.labels(kind=kind, verb=verb).inc())
         self.queue: WorkQueue[Key] = WorkQueue()
         self.waiting = wiring.WaitingOrders()
         self.ledger = Ledger()

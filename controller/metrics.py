@@ -42,7 +42,8 @@ class ControllerMetrics:
         )
         self.api_writes = Counter(
             f"{prefix}_api_writes",
-            "Writes to the API server, by kind and verb.",
+            "Write requests to the API server that it answered (refused ones included), by kind and verb: "
+            "every write, counted where all of them pass (controller.kube.client); Events are kind=Event.",
             ["kind", "verb"],
             registry=registry,
         )

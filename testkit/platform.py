@@ -34,6 +34,7 @@ from devtools.cluster.identity import service_account_kubeconfig
 from devtools.product.controller import NAMESPACE, SETTINGS_CONFIGMAP, ControllerProcess
 from devtools.wait import wait_for
 from standins.hub_mirror import RunningMirror, start_mirror
+from standins.issuer import start_issuer
 from standins.runtime import RunningRuntime, make_ca, start_runtime
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -197,8 +198,14 @@ def controller_env() -> dict[str, str]:
 
 
 @contextmanager
-def running_platform(cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient) -> Iterator[Platform]:
-    """The product installed and running until the ``with`` block ends; logs under .cluster/e2e-logs."""
+def running_platform(
+    cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient, *, issuer: bool = True
+) -> Iterator[Platform]:
+    """The product installed and running until the ``with`` block ends; logs under .cluster/e2e-logs.
+
+    The runtime serves only the certificate the platform issued into ``<order>-tls``, so an order is
+    Ready only once its Certificate is issued: by the issuer stand-in (``issuer``), or by a real
+    cert-manager the caller runs."""
     install_product(kubectl, field_manager="e2e")
     tmp = ROOT / ".cluster" / "e2e-logs" / time.strftime("%Y%m%d-%H%M%S")
     tmp.mkdir(parents=True, exist_ok=True)
@@ -215,8 +222,11 @@ def running_platform(cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient) -> 
     ca_file = tmp / "platform-ca.crt"
     ca_file.write_bytes(ca_pem)
     mirror = start_mirror(tokens=(HF_TOKEN,))
-    runtime = start_runtime(
-        ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5
+    runtime = start_runtime(kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5)
+    issuing = (
+        start_issuer(ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(cluster.kubeconfig), period=0.5)
+        if issuer
+        else None
     )
     fetcher_port = procs.free_port()
     apply_settings(
@@ -234,6 +244,8 @@ def running_platform(cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient) -> 
         yield p
     finally:
         controller.stop()
+        if issuing is not None:
+            issuing.stop()
         runtime.stop()
         mirror.stop()
         for kind, name in p.cluster_objects:
@@ -241,11 +253,12 @@ def running_platform(cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient) -> 
         print(f"controller logs: {tmp}")
 
 
-def controller_writes(p: Platform) -> float:
-    """Writes the controller counted (inference_controller_api_writes_total), all kinds and verbs."""
+def controller_writes(p: Platform, *, events: bool = False) -> float:
+    """Write requests the controller counted (inference_controller_api_writes_total, every write it
+    sends, the model-facts ConfigMap included): all but Events, or with ``events`` the Events alone."""
     total = 0.0
     for line in p.controller.metrics().splitlines():
-        if line.startswith("inference_controller_api_writes_total"):
+        if line.startswith("inference_controller_api_writes_total{") and ('kind="Event"' in line) == events:
             total += float(line.rsplit(" ", 1)[1])
     return total
 

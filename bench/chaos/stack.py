@@ -27,6 +27,7 @@ from devtools.product.controller import ControllerProcess
 from devtools.product.webhook import WebhookProcess, new_pki
 from standins import local_webhook
 from standins.hub_mirror import RunningMirror, start_mirror
+from standins.issuer import start_issuer
 from standins.runtime import RunningRuntime, make_ca, start_runtime
 from testkit.platform import HF_TOKEN, NS, Platform, apply_settings, controller_env, install_product
 
@@ -233,9 +234,9 @@ def running(log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL) -> 
     ca_file = log_dir / "platform-ca.crt"
     ca_file.write_bytes(ca_pem)
     mirror = start_mirror(tokens=(HF_TOKEN,))
-    runtime = start_runtime(
-        ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(c.kubeconfig), cache_seconds=0.5
-    )
+    runtime = start_runtime(kubeconfig=str(c.kubeconfig), cache_seconds=0.5)
+    # The runtime serves only the <order>-tls that the issuer stand-in (cert-manager's part) writes.
+    issuer = start_issuer(ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(c.kubeconfig), period=0.5)
     apply_settings(
         kubectl,
         field_manager="chaos",
@@ -253,6 +254,7 @@ def running(log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL) -> 
         reps.stop()
         webhook.unregister()
         webhook.stop()
+        issuer.stop()
         runtime.stop()
         mirror.stop()
         api.close()  # type: ignore[no-untyped-call]

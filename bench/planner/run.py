@@ -2,6 +2,8 @@
 100, 1,000 and 10,000 devices from ``devtools.cluster.fleet.large_fleet``.
 
     .venv/bin/python -m bench.planner [--orders 21]      # or bench.planner.run
+    .venv/bin/python -m bench.planner --cpu              # plan times in CPU time of the thread
+    .venv/bin/python -m bench.planner --profile 10000    # cProfile shares of the ledger's plans
 
 Two tables, one line per fleet each.
 
@@ -20,9 +22,14 @@ through ``Ledger.take`` (the order's view, the planner, the booking), same order
 from __future__ import annotations
 
 import argparse
+import cProfile
+import gc
 import math
+import pathlib
+import pstats
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from controller.planner import Inventory, PlanOutcome, build_inventory, plan_order
@@ -72,36 +79,48 @@ def percentiles(times: list[float]) -> tuple[float, float, float]:
     return statistics.median(times) * 1000, p95 * 1000, times[-1] * 1000
 
 
-def ledger_row(objects: list[dict[str, Any]], nodes: int, orders: int) -> str:
-    """Build a ledger from slice events, then plan ``orders`` orders through ``Ledger.take``."""
-    slices = [o for o in objects if o.get("kind") == "ResourceSlice"]
+def built_ledger(objects: list[dict[str, Any]]) -> tuple[Ledger, float]:
+    """A ledger fed one ``on_slice`` event per ResourceSlice, and the seconds the events took."""
     ledger = Ledger()
     for dc in (o for o in objects if o.get("kind") == "DeviceClass"):
         ledger.on_device_class(dc)
     start = time.perf_counter()
-    for rs in slices:
+    for rs in (o for o in objects if o.get("kind") == "ResourceSlice"):
         ledger.on_slice(rs)
     built = time.perf_counter() - start
     assert ledger.device_count() == count_devices(objects), ledger.unreadable()
+    return ledger, built
+
+
+def take(ledger: Ledger, i: int) -> bool:
+    """Plan order ``i`` of the fixed mix through ``Ledger.take``; True when it was planned."""
+    facts, spec = MODELS[i % len(MODELS)], CLASSES[i % len(CLASSES)]
+    result: list[PlanOutcome] = []
+
+    def plan(inventory: Inventory) -> Any:
+        outcome = plan_order(make_request(inventory, facts, class_spec=spec))
+        result.append(outcome)
+        if not outcome.ok or outcome.plan is None:
+            return None, Use()
+        return outcome.plan.model_dump_json(), use_of(outcome.allocation, outcome.shared_bytes)
+
+    ledger.take(("bench", f"order-{i}"), (), plan)
+    return result[0].ok
+
+
+def ledger_row(
+    objects: list[dict[str, Any]], nodes: int, orders: int, clock: Callable[[], float] = time.perf_counter
+) -> str:
+    """Build a ledger from slice events, then plan ``orders`` orders through ``Ledger.take``."""
+    slices = [o for o in objects if o.get("kind") == "ResourceSlice"]
+    ledger, built = built_ledger(objects)
     one_slice = statistics.median(_timed(ledger.on_slice, slices[(i * 7919) % len(slices)]) for i in range(9))
     times: list[float] = []
     planned = 0
     for i in range(orders):
-        facts = MODELS[i % len(MODELS)]
-        spec = CLASSES[i % len(CLASSES)]
-        result: list[PlanOutcome] = []
-
-        def plan(inventory: Inventory, facts: Any = facts, spec: Any = spec, result: Any = result) -> Any:
-            outcome = plan_order(make_request(inventory, facts, class_spec=spec))
-            result.append(outcome)
-            if not outcome.ok or outcome.plan is None:
-                return None, Use()
-            return outcome.plan.model_dump_json(), use_of(outcome.allocation, outcome.shared_bytes)
-
-        start = time.perf_counter()
-        ledger.take(("bench", f"order-{i}"), (), plan)
-        times.append(time.perf_counter() - start)
-        planned += 1 if result[0].ok else 0
+        start = clock()
+        planned += take(ledger, i)
+        times.append(clock() - start)
     assert not ledger.over_committed()
     claim = _claim_on(ledger)
     ledger.view(("bench", "warm"))  # the first view after the slice events indexes the fleet once
@@ -132,7 +151,8 @@ def _claim_on(ledger: Ledger) -> dict[str, Any]:
     }
 
 
-def run(orders: int) -> None:
+def run(orders: int, clock: Callable[[], float] = time.perf_counter) -> None:
+    """Both tables; plan times by ``clock`` (wall time, or ``time.thread_time`` with ``--cpu``)."""
     compile_selector("true")  # builds celpy's parser once, as a running controller already has
     fleets = [fleet_for(target) for target in TARGETS]
     print("Before the ledger: build_inventory per planning reconcile, then plan_order")
@@ -152,9 +172,9 @@ def run(orders: int) -> None:
         for i in range(orders):
             facts = MODELS[i % len(MODELS)]
             request = make_request(inv, facts, class_spec=CLASSES[i % len(CLASSES)])
-            start = time.perf_counter()
+            start = clock()
             outcome = plan_order(request)
-            times.append(time.perf_counter() - start)
+            times.append(clock() - start)
             if outcome.ok:
                 planned += 1
                 inv = inv.with_allocation(outcome.allocation, memory=outcome.shared_bytes)
@@ -172,13 +192,62 @@ def run(orders: int) -> None:
         f"{'claim µs':>10} {'plan p50 ms':>12} {'p95 ms':>8} {'max ms':>8} {'planned':>8}"
     )
     for objects, nodes in fleets:
-        print(ledger_row(objects, nodes, orders))
+        print(ledger_row(objects, nodes, orders, clock))
+
+
+def profile(orders: int, target: int, top: int) -> None:
+    """cProfile of the plans through ``Ledger.take`` on the fleet of ``target`` devices, the first
+    order of each class shape apart (it builds the class's view of the fleet, judging its selector
+    once per device): each function's cumulative time as a share of the profiled plans' total, the
+    ``top`` largest of the repository's own functions (the garbage collector paused meanwhile)."""
+    objects, _ = fleet_for(target)
+    ledger, _ = built_ledger(objects)
+    warm = len(CLASSES)
+    for i in range(warm):
+        take(ledger, i)
+    profiler = cProfile.Profile(time.thread_time)  # CPU time: preemption by neighbours is not counted
+    gc.collect()
+    gc.disable()  # a collection would land on whichever function allocated last, run to run
+    start = time.perf_counter()
+    profiler.enable()
+    for i in range(warm, orders):
+        take(ledger, i)
+    profiler.disable()
+    gc.enable()
+    n = orders - warm
+    wall = time.perf_counter() - start
+    rows = pstats.Stats(profiler).stats  # type: ignore[attr-defined]  # key -> (cc, nc, tt, ct, callers)
+    total = sum(tt for _, _, tt, _, _ in rows.values())
+    print(
+        f"cProfile of {n} plans through Ledger.take (orders {warm + 1} to {orders}), "
+        f"{count_devices(objects)} devices: {wall / n * 1000:.2f} ms a plan under the profiler; "
+        "cumulative share of each function (CPU time)"
+    )
+    root = str(pathlib.Path(__file__).resolve().parents[2]) + "/"
+    ours = [
+        (ct / total, f"{f.removeprefix(root)}:{name}")
+        for (f, _, name), (_, _, _, ct, _) in rows.items()
+        if f.startswith(root) and name != "take"
+    ]
+    for share, where in sorted(ours, reverse=True)[:top]:
+        print(f"{share:>7.1%}  {where}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--orders", type=int, default=21, help="orders planned per fleet")
-    run(parser.parse_args().orders)
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="DEVICES", help="instead: cProfile the plans on this fleet"
+    )
+    parser.add_argument("--top", type=int, default=15, help="functions listed by --profile")
+    parser.add_argument(
+        "--cpu", action="store_true", help="plan times in CPU time of the planning thread (time.thread_time)"
+    )
+    args = parser.parse_args()
+    if args.profile:
+        profile(args.orders, args.profile, args.top)
+    else:
+        run(args.orders, time.thread_time if args.cpu else time.perf_counter)
 
 
 if __name__ == "__main__":

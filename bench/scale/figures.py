@@ -106,6 +106,31 @@ def metric_sum(text: str, name: str, labels: Mapping[str, str] | None = None) ->
     return total
 
 
+WRITES = "inference_controller_api_writes_total"
+
+
+@dataclass(frozen=True)
+class Writes:
+    """The controller's write requests (``WRITES``: every one, counted in ``controller.kube.client``)."""
+
+    objects: int  # every write but Events: workload, status, Secrets, the model-facts ConfigMap, ...
+    events: int  # Event POSTs (kind=Event)
+    configmaps: int  # of ``objects``, the model-facts ConfigMap's (kind=ConfigMap)
+
+    def __sub__(self, other: Writes) -> Writes:
+        return Writes(
+            self.objects - other.objects, self.events - other.events, self.configmaps - other.configmaps
+        )
+
+
+def writes(text: str) -> Writes:
+    """The write counts in a /metrics page."""
+    events = int(metric_sum(text, WRITES, {"kind": "Event"}))
+    return Writes(
+        int(metric_sum(text, WRITES)) - events, events, int(metric_sum(text, WRITES, {"kind": "ConfigMap"}))
+    )
+
+
 @dataclass(frozen=True)
 class ProcStat:
     rss_mb: float

@@ -29,7 +29,7 @@ from hack.demo.state import Demo
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STATE = config.STATE / "bench-scale"
-PROCESSES = ("hub-mirror", "runtime-standin", "webhook", "controller")
+PROCESSES = ("hub-mirror", "issuer-standin", "runtime-standin", "webhook", "controller")
 
 
 def say(msg: str) -> None:
@@ -107,7 +107,8 @@ class Plane:
         steps.make_pki(self.demo)
         self.hub_url = steps.start_hub(self.demo)
         # It reads an order and its token Secret once a minute, not every 2 s.
-        self.runtime_address = steps.start_runtime(self.demo, cache_seconds=60)
+        # The issuer stand-in lists every Certificate in a pass: every 5 s at this scale.
+        self.runtime_address = steps.start_runtime(self.demo, cache_seconds=60, issuer_period=5.0)
         data = {
             **settings,
             "hfEndpoint": self.hub_url,

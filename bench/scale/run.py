@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.scale import orders as ord_
 from bench.scale import profile
-from bench.scale.figures import State, devices, metric_sum, overcommit, proc_stat
+from bench.scale.figures import State, devices, metric_sum, overcommit, proc_stat, writes
 from bench.scale.packing import bundled_class, bundled_recipes, hub_facts, pack
 from bench.scale.plane import ROOT, Plane, say, stop_all
 from bench.scale.plot import plot
@@ -29,7 +29,6 @@ from controller.kube.client import load_api_client
 from shared import names
 
 Obj = dict[str, Any]
-WRITES = "inference_controller_api_writes_total"
 RECONCILES = "inference_controller_reconcile_duration_seconds_count"
 
 
@@ -129,7 +128,9 @@ def restart(plane: Plane, tracker: Tracker, m: int, timeout: float) -> dict[str,
     return {
         "restart_seconds_to_synced": round(ready_after, 1),
         "restart_seconds_to_decided": round(decided_after, 1),
-        "restart_writes": int(metric_sum(text, WRITES)),
+        # Every write of the new process (Events apart), the model-facts ConfigMap included.
+        "restart_writes": writes(text).objects,
+        "restart_events": writes(text).events,
         "restart_hub_calls": plane.hub_requests() - hub_before,
         "restart_ready_after": counts[State.READY],
     }
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if sampler is not None:
         sampler.stop()
     counts = tracker.counts()
-    writes = metric_sum(m1, WRITES) - metric_sum(m0, WRITES)
+    w = writes(m1) - writes(m0)
     fleet = devices(kapi.list_objects(api, "resource.k8s.io/v1", "ResourceSlice"))
     claims = kapi.list_objects(api, "resource.k8s.io/v1", "ResourceClaim")
     over = overcommit(claims, fleet)
@@ -196,19 +197,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "running_not_ready": running_not_ready(api, tracker),
         "overcommitted": over.total,
         "overcommitted_gauge": int(metric_sum(m1, "inference_controller_overcommitted_devices")),
-        "writes_per_order": round(writes / len(objs), 2),
+        # Writes: every write request but Events (ConfigMap writes of the model facts included);
+        # Events: those the API server holds, and the Event POSTs the controller counted.
+        "writes_per_order": round(w.objects / len(objs), 2),
+        "configmap_writes": w.configmaps,
         "events_per_order": round(events_by_us(api) / len(objs), 2),
+        "event_posts_per_order": round(w.events / len(objs), 2),
         "hub_calls": int(metric_sum(m1, "inference_controller_hub_calls_total")),
         "controller_cpu_ms_per_order": round((p1.cpu_seconds - p0.cpu_seconds) * 1000 / len(objs), 1),
     }
     say(f"figures so far: {json.dumps(result)}")
     say(f"steady state: counting writes for {args.steady:.0f}s")
-    w0 = metric_sum(plane.metrics(), WRITES)
+    w0 = writes(plane.metrics())
     c0 = proc_stat(pid).cpu_seconds
     time.sleep(args.steady)
     result["steady_seconds"] = args.steady
     steady_metrics = plane.metrics()
-    result["steady_writes"] = int(metric_sum(steady_metrics, WRITES) - w0)
+    steady = writes(steady_metrics) - w0
+    result["steady_writes"] = steady.objects  # Events apart; ConfigMap writes included
+    result["steady_events"] = steady.events
     # The gauge can lag the claims for a moment after Ready (a reservation settles when its order is
     # next reconciled with its claims allocated); after the steady window it must read 0.
     result["steady_overcommitted_gauge"] = int(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -146,6 +146,50 @@ def _auth_headers(api_client: ApiClient, now: float | None = None) -> dict[str, 
     return dict(headers)
 
 
+# Every write request (any method but GET) the API server answers is reported to the hook set with
+# ``on_write``, refused ones included: the controller counts its writes here, at the one place all
+# of them pass (workload, status, Secrets, the model-facts ConfigMap, Events, the Lease), not in
+# the modules that decide them, so no write can be left out of the count.
+_WRITE_HOOK_ATTR = "_inference_on_write"
+WriteHook = Callable[[str, str], None]  # kind, verb
+
+
+def on_write(api_client: ApiClient, hook: WriteHook | None) -> None:
+    """Report each write request this client sends and the API server answers, as (kind, verb)."""
+    setattr(api_client, _WRITE_HOOK_ATTR, hook)
+
+
+_BY_PLURAL = {(r.api_version, r.plural): r.kind for r in _ALL}
+
+
+def write_label(method: str, path: str, content_type: str | None) -> tuple[str, str]:
+    """(kind, verb) of a write request. Pure.
+
+    The kind comes from the path through the resource registry (the plural when not registered);
+    the verb is ``status`` for the status subresource, ``apply`` for a server-side apply, and else
+    ``create`` (POST), ``update`` (PUT), ``patch`` (other PATCH) or ``delete``."""
+    parts = path.split("?", 1)[0].strip("/").split("/")
+    if parts[:1] == ["api"]:
+        api_version, rest = parts[1], parts[2:]
+    else:
+        api_version, rest = "/".join(parts[1:3]), parts[3:]
+    if rest[:1] == ["namespaces"] and len(rest) > 2:
+        rest = rest[2:]  # a namespaced path; "namespaces/<name>" alone is the Namespace itself
+    plural = rest[0] if rest else ""
+    kind = _BY_PLURAL.get((api_version, plural), plural)
+    if len(rest) > 2 and rest[2] == "status":
+        return kind, "status"
+    if method == "PATCH":
+        return kind, "apply" if content_type == "application/apply-patch+yaml" else "patch"
+    return kind, {"POST": "create", "PUT": "update", "DELETE": "delete"}.get(method, method.lower())
+
+
+def _report_write(api_client: ApiClient, method: str, path: str, content_type: str | None) -> None:
+    hook = getattr(api_client, _WRITE_HOOK_ATTR, None)
+    if hook is not None and method != "GET":
+        hook(*write_label(method, path, content_type))
+
+
 def _headers(api_client: ApiClient, content_type: str | None) -> dict[str, str]:
     headers = {"Accept": "application/json", "User-Agent": "inference-controller"}
     if content_type:
@@ -186,6 +230,7 @@ def open_request(
         )
     except urllib3.exceptions.HTTPError as e:
         raise ApiUnavailable(f"{method} {path}: {e}", status=0) from e
+    _report_write(api_client, method, path, content_type)
     if not 200 <= resp.status <= 299:
         try:
             raw = resp.read()

@@ -153,6 +153,6 @@ Everything keeps running. To use it:
    export PATH={bin_dir}:$PATH        # our kubectl, {bin_dir / "kubectl"}
    kubectl get inferenceservices -A
    {next_step}
-Logs and pids: {demo.state}/ (controller.log, webhook.log, hub-mirror.log, runtime-standin.log)
+Logs and pids: {demo.state}/ (controller.log, webhook.log, hub-mirror.log, runtime-standin.log, issuer-standin.log)
 Stop everything: make down"""
     )

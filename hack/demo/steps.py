@@ -27,11 +27,12 @@ SETTINGS = SETTINGS_CONFIGMAP
 LOCAL_OVERLAY = pathlib.Path(__file__).resolve().parents[2] / "deploy" / "overlays" / "local"
 OUR_CRDS = ("inferenceservices", "inferenceserviceclasses", "inferencerecipes")
 # Local process names, in start order; `down` stops them in reverse.
-PROCESSES = ("hub-mirror", "runtime-standin", "webhook", "lws-controller", "controller")
+PROCESSES = ("hub-mirror", "issuer-standin", "runtime-standin", "webhook", "lws-controller", "controller")
 CONTROLLER_METRICS_PORT = 18080
 CONTROLLER_HEALTH_PORT = 18081
 HUB_MIRROR_LINE = r"HF mirror listening on (http://\S+)"
 RUNTIME_LINE = r"runtime stand-in listening on https://([0-9.]+):(\d+)"
+ISSUER_LINE = r"issuer stand-in running"
 
 
 def cluster_up(demo: Demo) -> None:
@@ -81,8 +82,10 @@ def start_hub(demo: Demo) -> str:
     return procs.wait_for_line(bg, HUB_MIRROR_LINE, timeout=60).group(1)
 
 
-def start_runtime(demo: Demo, *, cache_seconds: float | None = None) -> str:
-    """The runtime stand-in; ``cache_seconds``: how long it keeps an order and its token Secret."""
+def start_runtime(demo: Demo, *, cache_seconds: float | None = None, issuer_period: float = 1.0) -> str:
+    """The runtime stand-in; ``cache_seconds``: how long it keeps an order and its token Secret.
+    It serves only the certificates the platform issued, so the issuer stand-in starts with it
+    (every ``issuer_period`` seconds a pass over the Certificates)."""
     say("runtime stand-in (python -m standins.runtime): answers for every order; real runtimes need GPUs")
     cache = ["--cache-seconds", f"{cache_seconds:g}"] if cache_seconds is not None else []
     bg = procs.start(
@@ -91,8 +94,6 @@ def start_runtime(demo: Demo, *, cache_seconds: float | None = None) -> str:
             demo.python, "-m", "standins.runtime",
             "--host", "127.0.0.1",
             "--port", "0",
-            "--ca-cert", str(demo.pki / "platform-ca.crt"),
-            "--ca-key", str(demo.pki / "platform-ca.key"),
             "--kubeconfig", str(demo.kubeconfig),
             *cache,
         ],
@@ -101,7 +102,31 @@ def start_runtime(demo: Demo, *, cache_seconds: float | None = None) -> str:
         env=demo.env,
     )  # fmt: skip
     match = procs.wait_for_line(bg, RUNTIME_LINE, timeout=60)
+    start_issuer(demo, period=issuer_period)
     return f"{match.group(1)}:{match.group(2)}"
+
+
+def start_issuer(demo: Demo, *, period: float = 1.0) -> None:
+    """cert-manager's CA issuer does not run here: the issuer stand-in writes each order's
+    ``<order>-tls`` from its Certificate, the only certificate the runtime stand-in serves."""
+    say("issuer stand-in (python -m standins.issuer): issues the orders' Certificates from the platform CA")
+    pki = [f"--ca-{k}={demo.pki / f'platform-ca.{e}'}" for k, e in (("cert", "crt"), ("key", "key"))]
+    bg = procs.start(
+        "issuer-standin",
+        [
+            demo.python,
+            "-m",
+            "standins.issuer",
+            *pki,
+            f"--period={period}",
+            "--kubeconfig",
+            str(demo.kubeconfig),
+        ],
+        state=demo.state,
+        cwd=demo.root,
+        env=demo.env,
+    )
+    procs.wait_for_line(bg, ISSUER_LINE, timeout=60)
 
 
 def start_webhook(demo: Demo) -> None:

@@ -3,9 +3,9 @@
 Real GPU runtimes cannot run here. The controller's probe is pointed at this one address by the
 module setting ``probeAddressOverride`` and sends each order's endpoint host as SNI; the stand-in
 presents the order's own certificate from its ``<order>-tls`` Secret (reloaded when the Secret
-changes, as vLLM's ``--enable-ssl-refresh`` does) or, while there is none, one it mints for that
-host from the platform CA; it checks the order's token from its ``<order>-auth`` Secret, and lists
-the order's model. Start it with ``python -m standins.runtime``
+changes, as vLLM's ``--enable-ssl-refresh`` does) and, while the platform has issued none, refuses
+the handshake; it checks the order's token from its ``<order>-auth`` Secret, and lists the order's
+model. Start it with ``python -m standins.runtime``
 or in-process with ``start_runtime()``. The routes are described in ``standins.runtime.server``.
 """
 
@@ -16,8 +16,8 @@ import threading
 import urllib.request
 from dataclasses import dataclass
 
-from standins.runtime.certs import CertMinter, make_ca, make_server_pair
-from standins.runtime.endpoint_tls import SecretContexts
+from standins.runtime.certs import make_ca, make_server_pair
+from standins.runtime.endpoint_tls import SecretContexts, TlsPair
 from standins.runtime.orders import OrderDirectory, OrderKey
 from standins.runtime.server import ApiServer, ControlServer, RuntimeState
 
@@ -45,9 +45,13 @@ class RunningRuntime:
     def clear_fault(self, namespace: str, name: str) -> None:
         self._control("DELETE", f"/_standin/faults/{namespace}/{name}", None)
 
-    def register(self, namespace: str, name: str, *, model: str, token: str | None) -> None:
-        """Answer for an order without reading the cluster (a registration wins over the API)."""
-        self.state.directory.register(OrderKey(namespace, name), token=token, model=model)
+    def register(
+        self, namespace: str, name: str, *, model: str, token: str | None, tls: tuple[bytes, bytes] | None
+    ) -> None:
+        """Answer for an order without reading the cluster (a registration wins over the API);
+        ``tls`` is its issued certificate and key (PEM), None for an order not issued one yet."""
+        pair = TlsPair(*tls) if tls else None
+        self.state.directory.register(OrderKey(namespace, name), token=token, model=model, tls=pair)
 
     def requests(self) -> list[dict[str, object]]:
         """The API requests served so far (``GET /_standin/requests``)."""
@@ -76,7 +80,6 @@ class RunningRuntime:
         for thread in self._threads:
             thread.join(timeout=5)
         self.state.directory.close()
-        self.state.minter.close()
         self.state.secret_certs.close()
 
     def __enter__(self) -> RunningRuntime:
@@ -88,8 +91,6 @@ class RunningRuntime:
 
 def start_runtime(
     *,
-    ca_cert_pem: bytes,
-    ca_key_pem: bytes,
     kubeconfig: str | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
@@ -99,7 +100,6 @@ def start_runtime(
     """Serve the stand-in's HTTPS API and control port (0: free ports) on daemon threads."""
     state = RuntimeState(
         directory=OrderDirectory(kubeconfig=kubeconfig, ttl=cache_seconds),
-        minter=CertMinter(ca_cert_pem=ca_cert_pem, ca_key_pem=ca_key_pem),
         secret_certs=SecretContexts(),
     )
     api = ApiServer((host, port), state)

@@ -1,4 +1,4 @@
-"""``python -m standins.runtime --port 0 --ca-cert CA.crt --ca-key CA.key [--kubeconfig K] [--control-port 0]``.
+"""``python -m standins.runtime --port 0 [--kubeconfig K] [--control-port 0]``.
 
 The first stdout line is ``runtime stand-in listening on https://HOST:PORT (control http://HOST:PORT)``.
 Without ``--kubeconfig`` (or ``KUBECONFIG``) it answers only orders registered on the control port.
@@ -10,7 +10,6 @@ import argparse
 import os
 import signal
 import threading
-from pathlib import Path
 
 from standins.runtime import start_runtime
 
@@ -20,14 +19,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--control-port", type=int, default=0)
-    parser.add_argument("--ca-cert", required=True, help="PEM certificate of the platform CA")
-    parser.add_argument("--ca-key", required=True, help="PEM private key of the platform CA")
     parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     parser.add_argument("--cache-seconds", type=float, default=2.0)
     args = parser.parse_args(argv)
     runtime = start_runtime(
-        ca_cert_pem=Path(args.ca_cert).read_bytes(),
-        ca_key_pem=Path(args.ca_key).read_bytes(),
         kubeconfig=args.kubeconfig or None,
         host=args.host,
         port=args.port,

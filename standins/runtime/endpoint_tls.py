@@ -6,8 +6,8 @@ connections get the renewed certificate and the server never restarts. The stand
 from the Secret itself (read through ``OrderDirectory``, which caches it for a short TTL): while
 the Secret holds a loadable ``tls.crt``/``tls.key`` pair, connections for the order's host get that
 certificate; a changed pair is a new context for the next connection. Without the Secret, or with
-a pair that does not load, the stand-in falls back to a certificate it mints itself
-(``standins.runtime.certs``).
+a pair that does not load, the handshake is refused, as vLLM would not start without its files:
+the stand-in mints no certificate of its own.
 
 ``tls_pair`` is pure; ``SecretContexts`` turns pairs into server contexts (temporary files: the
 ``ssl`` module loads key material only from files).
@@ -45,7 +45,7 @@ class ServedCert:
 
     context: ssl.SSLContext
     serial: str  # the leaf's serial number, lowercase hex
-    source: str  # "secret": the order's <order>-tls Secret; "minted": the stand-in's own
+    source: str  # "secret": the order's <order>-tls Secret (or a pair registered by hand with it)
 
 
 def tls_pair(secret_type: str | None, data: Mapping[str, str] | None) -> TlsPair | None:

@@ -55,7 +55,7 @@ class OrderView:
     token: str | None  # None: no token required
     model: str | None  # None: unknown order
     refused: str | None = None  # why the runtime would not start (an unknown flag), else None
-    tls: TlsPair | None = None  # the <order>-tls Secret's pair; None: absent (the stand-in mints one)
+    tls: TlsPair | None = None  # the <order>-tls Secret's pair; None: not issued (no handshake)
 
 
 def order_key_for_host(host: str) -> OrderKey | None:
@@ -87,9 +87,9 @@ class OrderDirectory:
         if self._api is not None:
             self._api.close()
 
-    def register(self, key: OrderKey, *, token: str | None, model: str) -> None:
+    def register(self, key: OrderKey, *, token: str | None, model: str, tls: TlsPair | None = None) -> None:
         with self._lock:
-            self._registered[key] = OrderView(key, token, model)
+            self._registered[key] = OrderView(key, token, model, tls=tls)
 
     def unregister(self, key: OrderKey) -> None:
         with self._lock:

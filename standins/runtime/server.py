@@ -11,13 +11,17 @@ TLS connection was set up for, else 421 Misdirected Request):
   version does not accept (``standins.runtime.vllm_flags``): that runtime would exit at start;
 - the certificate for an SNI name is the order's ``<order>-tls`` Secret when it holds one, re-read
   for each new connection (through the directory's cache), as vLLM's ``--enable-ssl-refresh``
-  reloads the mounted files; else one the stand-in mints (``standins.runtime.endpoint_tls``).
+  reloads the mounted files (``standins.runtime.endpoint_tls``). Without one (no Secret yet: the
+  platform has not issued the order's Certificate), or without SNI, the handshake is refused: the
+  stand-in never presents a certificate the platform did not issue, so nothing verifies and the
+  order cannot be Ready before its Certificate is.
 
 Control (plain HTTP, loopback):
 
 - ``PUT /_standin/faults/{namespace}/{name}`` ``{"status": 503}`` / ``DELETE`` the same path;
-- ``PUT /_standin/orders/{namespace}/{name}`` ``{"model": "...", "token": "..."|null}`` registers an
-  order by hand (no cluster needed) / ``DELETE`` forgets it;
+- ``PUT /_standin/orders/{namespace}/{name}`` ``{"model": "...", "token": "..."|null, "tls":
+  {"cert": PEM, "key": PEM}|null}`` registers an order by hand (no cluster needed; the pair is its
+  issued certificate) / ``DELETE`` forgets it;
 - ``GET /_standin/requests`` lists the API requests served (host, path, status, and the ``serial``
   and ``source`` of the certificate the connection was set up with);
 - ``GET /_standin/handshakes`` lists the TLS handshakes (SNI ``host``, ``serial``, ``source``, ``ok``,
@@ -38,8 +42,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
-from standins.runtime.certs import DEFAULT_NAME, CertMinter
-from standins.runtime.endpoint_tls import SecretContexts, ServedCert
+from standins.runtime.endpoint_tls import SecretContexts, ServedCert, TlsPair
 from standins.runtime.orders import OrderDirectory, OrderKey, order_key_for_host
 
 _CONTROL = re.compile(r"^/_standin/(faults|orders)/([a-z0-9-]+)/([a-z0-9.-]+)$")
@@ -50,21 +53,20 @@ class RuntimeState:
     """Shared by both servers; guarded by ``lock``."""
 
     directory: OrderDirectory
-    minter: CertMinter
     secret_certs: SecretContexts
     faults: dict[OrderKey, int] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     handshakes: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def certificate_for(self, name: str) -> ServedCert:
-        """The order's ``<order>-tls`` pair when it has a loadable one, else a minted certificate."""
+    def certificate_for(self, name: str) -> ServedCert | None:
+        """The order's ``<order>-tls`` pair when it has a loadable one; None otherwise (an API
+        error included: the handshake is refused and the client tries again)."""
         try:
             view = self.directory.lookup(name)
-        except Exception:  # an API error must not fail the handshake: mint instead
-            view = None
-        served = self.secret_certs.served_for(view.tls) if view is not None and view.tls else None
-        return served or self.minter.served_for(name)
+        except Exception:
+            return None
+        return self.secret_certs.served_for(view.tls) if view is not None and view.tls else None
 
 
 class ApiServer(ThreadingHTTPServer):
@@ -76,16 +78,21 @@ class ApiServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], state: RuntimeState) -> None:
         super().__init__(address, ApiHandler)
         self.state = state
-        self.default = state.minter.served_for(DEFAULT_NAME)
-        self.tls = self.default.context
+        # No certificate of its own: each connection gets its order's, chosen by SNI, or none.
+        self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.tls.minimum_version = ssl.TLSVersion.TLSv1_2
         self.tls.sni_callback = self._on_sni
 
-    def _on_sni(self, sock: ssl.SSLObject | ssl.SSLSocket, name: str | None, _ctx: ssl.SSLContext) -> None:
-        if name:
-            served = self.state.certificate_for(name)
-            sock.context = served.context
-            sock.sni_name = name  # type: ignore[union-attr]
-            sock.served = served  # type: ignore[union-attr]
+    def _on_sni(
+        self, sock: ssl.SSLObject | ssl.SSLSocket, name: str | None, _ctx: ssl.SSLContext
+    ) -> int | None:
+        sock.sni_name = name  # type: ignore[union-attr]
+        served = self.state.certificate_for(name) if name else None
+        if served is None:
+            return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME  # no issued certificate: no handshake
+        sock.context = served.context
+        sock.served = served  # type: ignore[union-attr]
+        return None
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away mid-answer (a probe cut short by a killed controller) is not an
@@ -116,11 +123,11 @@ class ApiServer(ThreadingHTTPServer):
             tls.close()
 
     def _record_handshake(self, tls: ssl.SSLSocket, *, error: BaseException | None) -> None:
-        served: ServedCert = getattr(tls, "served", self.default)
+        served: ServedCert | None = getattr(tls, "served", None)
         entry = {
             "host": getattr(tls, "sni_name", None),
-            "serial": served.serial,
-            "source": served.source,
+            "serial": served.serial if served else None,
+            "source": served.source if served else None,
             "ok": error is None,
             "error": None if error is None else f"{type(error).__name__}: {error}",
         }
@@ -153,7 +160,7 @@ class ApiHandler(BaseHTTPRequestHandler):
             status = self._json(421, {"error": {"message": message, "type": "misdirected_request"}})
         else:
             status = self._answer(method, host, body)
-        served: ServedCert = getattr(self.connection, "served", self.server.default)
+        served: ServedCert = self.connection.served  # every connection that got here had its order's
         entry = {
             "method": method,
             "host": host,
@@ -270,7 +277,9 @@ class ControlHandler(BaseHTTPRequestHandler):
                 else:
                     state.faults.pop(key, None)
         elif method == "PUT":
-            state.directory.register(key, token=body.get("token"), model=str(body["model"]))
+            tls = body.get("tls")
+            pair = TlsPair(tls["cert"].encode(), tls["key"].encode()) if tls else None
+            state.directory.register(key, token=body.get("token"), model=str(body["model"]), tls=pair)
         else:
             state.directory.unregister(key)
         self._json(200, {"namespace": key.namespace, "name": key.name})

@@ -24,8 +24,12 @@ def platform(
     api: k8s.ApiClient,
     crds: None,
     lws: lws_plane.Running,  # multi-node orders run on LeaderWorkerSet (tests/integration/lws_fixture.py)
+    request: pytest.FixtureRequest,
 ) -> Iterator[Platform]:
-    with running_platform(cluster, kubectl, api) as p:
+    """A module that sets ``PLATFORM_ISSUER = "cert-manager"`` runs the real cert-manager itself; the
+    others get the issuer stand-in (standins/issuer)."""
+    issuer = getattr(request.module, "PLATFORM_ISSUER", "standin") != "cert-manager"
+    with running_platform(cluster, kubectl, api, issuer=issuer) as p:
         yield p
 
 

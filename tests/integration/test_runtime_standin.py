@@ -38,9 +38,7 @@ def ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes, bytes]:
 
 @pytest.fixture(scope="module")
 def runtime(cluster: Cluster, ca: tuple[Path, bytes, bytes]) -> Iterator[RunningRuntime]:
-    with start_runtime(
-        ca_cert_pem=ca[1], ca_key_pem=ca[2], kubeconfig=str(cluster.kubeconfig), cache_seconds=0.0
-    ) as rt:
+    with start_runtime(kubeconfig=str(cluster.kubeconfig), cache_seconds=0.0) as rt:
         yield rt
 
 
@@ -66,6 +64,14 @@ def create_order(api: k8s.ApiClient, namespace: str, name: str, model: str) -> d
     return created
 
 
+def issue(
+    api: k8s.ApiClient, ca: tuple[Path, bytes, bytes], namespace: str, order: str, host: str = ""
+) -> None:
+    """``<order>-tls`` for the order's host, from the platform CA: cert-manager's part, played here."""
+    cert, key = make_server_pair(ca[1], ca[2], (host or f"{order}.{namespace}.svc",))
+    put_tls_secret(api, namespace, order, cert, key)
+
+
 def create_token_secret(api: k8s.ApiClient, namespace: str, order: str, token: str) -> None:
     secret = k8s.V1Secret(
         metadata=k8s.V1ObjectMeta(name=f"{order}-auth", namespace=namespace),
@@ -76,9 +82,10 @@ def create_token_secret(api: k8s.ApiClient, namespace: str, order: str, token: s
 
 @pytest.mark.usefixtures("crds")
 def test_the_token_comes_from_the_orders_auth_secret(
-    api: k8s.ApiClient, namespace: str, prober: Prober
+    api: k8s.ApiClient, namespace: str, prober: Prober, ca: tuple[Path, bytes, bytes]
 ) -> None:
     create_order(api, namespace, "chat", "Qwen/Qwen2.5-7B-Instruct")
+    issue(api, ca, namespace, "chat")
     create_token_secret(api, namespace, "chat", "t0k3n-from-the-secret")
     url = f"https://chat.{namespace}.svc"
     ok = prober.probe(url, "t0k3n-from-the-secret")
@@ -92,6 +99,7 @@ def test_an_order_without_an_auth_secret_needs_no_token_and_lists_its_model(
     api: k8s.ApiClient, namespace: str, runtime: RunningRuntime, ca: tuple[Path, bytes, bytes]
 ) -> None:
     create_order(api, namespace, "embed", "BAAI/bge-large-en-v1.5")
+    issue(api, ca, namespace, "embed")
     host = f"embed.{namespace}.svc"
     ctx = ssl.create_default_context(cafile=str(ca[0]))
     with httpx.Client(verify=ctx, trust_env=False) as http:
@@ -101,17 +109,23 @@ def test_an_order_without_an_auth_secret_needs_no_token_and_lists_its_model(
 
 
 @pytest.mark.usefixtures("crds")
-def test_a_host_without_an_order_in_the_cluster_is_not_found(namespace: str, prober: Prober) -> None:
-    assert prober.probe(f"https://ghost.{namespace}.svc", None).detail.endswith("answered HTTP 404.")
+def test_a_host_without_an_order_in_the_cluster_gets_no_certificate(
+    namespace: str, prober: Prober, runtime: RunningRuntime
+) -> None:
+    refused = prober.probe(f"https://ghost.{namespace}.svc", None)
+    assert not refused.ok
+    seen = last_handshake(runtime, f"ghost.{namespace}.svc")
+    assert (seen["ok"], seen["serial"]) == (False, None)
 
 
 @pytest.mark.usefixtures("crds")
 def test_an_external_host_is_matched_against_the_orders_endpoint_url(
-    api: k8s.ApiClient, namespace: str, prober: Prober
+    api: k8s.ApiClient, namespace: str, prober: Prober, ca: tuple[Path, bytes, bytes]
 ) -> None:
     create_order(api, namespace, "public", "Qwen/Qwen2.5-0.5B-Instruct")
     create_token_secret(api, namespace, "public", "external-token")
     host = f"public-{namespace}.inference.example.com"
+    issue(api, ca, namespace, "public", host)
     k8s.CustomObjectsApi(api).patch_namespaced_custom_object_status(
         GROUP,
         VERSION,
@@ -140,9 +154,10 @@ def create_runtime_deployment(api: k8s.ApiClient, namespace: str, order: str, ar
 
 @pytest.mark.usefixtures("crds")
 def test_an_order_whose_runtime_args_vllm_would_refuse_never_answers(
-    api: k8s.ApiClient, namespace: str, prober: Prober
+    api: k8s.ApiClient, namespace: str, prober: Prober, ca: tuple[Path, bytes, bytes]
 ) -> None:
     create_order(api, namespace, "bad", "Qwen/Qwen2.5-7B-Instruct")
+    issue(api, ca, namespace, "bad")
     create_runtime_deployment(api, namespace, "bad", ["--model", "/models/model", "--api-key-file", "/x"])
     refused = prober.probe(f"https://bad.{namespace}.svc", None)
     assert refused.detail.endswith("answered HTTP 503."), refused.detail
@@ -150,7 +165,7 @@ def test_an_order_whose_runtime_args_vllm_would_refuse_never_answers(
 
 @pytest.mark.usefixtures("crds")
 def test_an_order_whose_runtime_args_are_the_launch_plans_answers(
-    api: k8s.ApiClient, namespace: str, prober: Prober
+    api: k8s.ApiClient, namespace: str, prober: Prober, ca: tuple[Path, bytes, bytes]
 ) -> None:
     from controller.planner.vllm import VllmLaunch, vllm_args
     from testkit.planner import LLAMA_8B
@@ -166,6 +181,7 @@ def test_an_order_whose_runtime_args_are_the_launch_plans_answers(
         compute_capability=(9, 0),
     )
     create_order(api, namespace, "good", "Qwen/Qwen2.5-7B-Instruct")
+    issue(api, ca, namespace, "good")
     create_runtime_deployment(api, namespace, "good", vllm_args(launch))
     ok = prober.probe(f"https://good.{namespace}.svc", None)
     assert ok.ok, ok.detail
@@ -198,8 +214,8 @@ def test_the_orders_tls_secret_is_served_and_its_rotation_reaches_new_connection
     create_order(api, namespace, "tls", "Qwen/Qwen2.5-0.5B-Instruct")
     host = f"tls.{namespace}.svc"
     url = f"https://{host}"
-    assert prober.probe(url, None).ok
-    assert last_handshake(runtime, host)["source"] == "minted"
+    assert not prober.probe(url, None).ok, "no certificate before the platform issued one"
+    assert (last_handshake(runtime, host)["ok"], last_handshake(runtime, host)["serial"]) == (False, None)
     served = []
     for _ in range(2):  # issued, then renewed: a new key and serial in the same Secret
         cert, key = make_server_pair(ca[1], ca[2], (host,))
@@ -222,5 +238,5 @@ def test_the_orders_tls_secret_is_served_and_its_rotation_reaches_new_connection
     assert (seen["source"], seen["serial"], seen["ok"]) == ("secret", leaf_serial(rogue), False)
 
     k8s.CoreV1Api(api).delete_namespaced_secret("tls-tls", namespace)
-    assert prober.probe(url, None).ok
-    assert last_handshake(runtime, host)["source"] == "minted"
+    assert not prober.probe(url, None).ok, "the Secret gone, nothing is served: the stand-in mints nothing"
+    assert last_handshake(runtime, host)["serial"] is None

@@ -127,6 +127,18 @@ def test_metric_sum_adds_the_samples_matching_the_labels() -> None:
     assert figures.metric_sum(METRICS, "nothing_total") == 0
 
 
+def test_writes_split_events_from_every_other_write_and_name_the_configmap_ones() -> None:
+    page = METRICS.replace(
+        "# HELP inference_controller_queue_depth",
+        'inference_controller_api_writes_total{kind="Event",verb="create"} 12.0\n'
+        'inference_controller_api_writes_total{kind="ConfigMap",verb="patch"} 2.0\n'
+        "# HELP inference_controller_queue_depth",
+    )
+    got = figures.writes(page)
+    assert (got.objects, got.events, got.configmaps) == (9, 12, 2)
+    assert got - figures.writes(METRICS) == figures.Writes(objects=2, events=12, configmaps=2)
+
+
 def test_proc_stat_reads_this_process() -> None:
     got = figures.proc_stat(os.getpid())
     assert got.rss_mb > 10

@@ -12,8 +12,10 @@ verifies each against the platform CA (module setting ``platformCAFile``).
   certificates carry the rendered Certificate's ``duration`` and ``renewBefore`` (the module
   settings' defaults: 90 days, renewed when 30 are left), as cert-manager reports them.
 - The negative control writes the Secret by hand (cert-manager is not running then, so nothing
-  re-issues behind the test's back): a certificate from another CA fails the probe with a
-  verification error, and a platform-signed one brings the order back.
+  issues or re-issues behind the test's back): before any Secret the runtime presents no
+  certificate and the order is not Ready; a platform-signed one makes it Ready; a certificate from
+  another CA fails the probe with a verification error, and a platform-signed one brings the
+  order back.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from tests.integration.conftest import wait_for
 pytestmark = pytest.mark.cluster
 
 SMALL = "Qwen/Qwen2.5-0.5B-Instruct"
+PLATFORM_ISSUER = "cert-manager"  # the platform fixture runs no issuer stand-in: cert-manager, or nobody
 GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
 ISSUER = "inference-endpoints"  # the module setting endpointIssuer's default, a ClusterIssuer
 ISSUER_CA_SECRET = "e2e-endpoint-ca"
@@ -302,13 +305,32 @@ def test_a_certificate_not_signed_by_the_platform_ca_fails_the_probe_until_a_goo
 ) -> None:
     name = "forged"
     platform.create_order(ns, name, hf(SMALL))
-    platform.wait_phase(ns, name, "Ready", timeout=120)
+    wait_for(
+        lambda: platform.order(ns, name),
+        lambda o: bool((o.get("status") or {}).get("endpoint")),
+        timeout=120,
+        message=f"{ns}/{name} endpoint",
+    )
     host = endpoint_host(platform, ns, name)
     hosts = (host, f"{host}.cluster.local")
     ca_pem = platform.ca_file.read_bytes()
+    # Nothing issues the Certificate here (cert-manager is not running, the issuer stand-in is off
+    # in this module): the runtime has no certificate to present, so the probe fails and the order
+    # is not Ready until the Secret is written.
+    wait_for(
+        lambda: [h for h in platform.runtime.handshakes() if h["host"] == host],
+        bool,
+        timeout=120,
+        message=f"a probe of {host} before any certificate",
+    )
+    assert all(
+        not h["ok"] and h["serial"] is None for h in platform.runtime.handshakes() if h["host"] == host
+    )
+    assert (platform.order(ns, name).get("status") or {}).get("phase") != "Ready"
 
     good_cert, good_key = make_server_pair(ca_pem, platform.ca_key_pem, hosts)
     write_tls_secret(platform, ns, name, good_cert, good_key)
+    platform.wait_phase(ns, name, "Ready", timeout=120)
     wait_probe_served(platform, host, leaf_serial(good_cert))
 
     rogue_cert, rogue_key = make_server_pair(*make_ca("not the platform CA"), hosts)

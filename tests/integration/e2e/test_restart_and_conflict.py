@@ -2,7 +2,10 @@
 
 - Killing the controller (SIGKILL) and starting it again: a steady order gets zero writes and its
   token is unchanged. Writes are counted with the API server's own metrics
-  (apiserver_request_total), not with the controller's word for it.
+  (apiserver_request_total), not with the controller's word for it; the controller's own count
+  (every write it sends, the model-facts ConfigMap included, and its Events apart) is zero too.
+- The controller's write count sees the model-facts ConfigMap: with the ConfigMap gone, a new
+  controller resolving a model creates it, and the count names that write (kind ConfigMap).
 - A 409 on the status write is raised for a retry, and the other writer's change survives it.
 """
 
@@ -17,7 +20,9 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from controller.factstore import NAME as FACTS
 from shared.api.order import InferenceService
 from testkit.platform import NS, Platform, controller_writes, hf
 from tests.integration.conftest import wait_for
@@ -50,12 +55,31 @@ def api_writes(p: Platform) -> Counter[str]:
     return out
 
 
+def written(p: Platform) -> Counter[tuple[str, str]]:
+    """The controller's own count of its write requests, by (kind, verb)."""
+    out: Counter[tuple[str, str]] = Counter()
+    for family in text_string_to_metric_families(p.controller.metrics()):
+        for sample in family.samples:
+            if sample.name == "inference_controller_api_writes_total":
+                out[(sample.labels["kind"], sample.labels["verb"])] += int(sample.value)
+    return out
+
+
 def test_a_restarted_controller_makes_zero_writes_for_a_steady_order(platform: Platform, ns: str) -> None:
     before_create = controller_writes(platform)
+    events_before = controller_writes(platform, events=True)
+    by_kind = written(platform)
+    start = time.monotonic()
     platform.create_order(ns, "steady", hf(SMALL))
     platform.wait_phase(ns, "steady", "Ready", timeout=90)
+    seconds = time.monotonic() - start
     to_ready = controller_writes(platform) - before_create
-    print(f"controller writes from creation to Ready: {to_ready:.0f}")
+    events = controller_writes(platform, events=True) - events_before
+    kinds = written(platform) - by_kind
+    print(f"controller writes from creation to Ready: {to_ready:.0f}, and {events:.0f} Events")
+    print(f"by kind and verb: {dict(sorted(kinds.items()))}")
+    print(f"from the apply to phase Ready: {seconds:.1f} s")
+    assert to_ready > 0 and events > 0, "the count sees the order's writes and its Events"
     time.sleep(3)  # let the HPA and the first probes settle
     order = platform.order(ns, "steady")
     secret = platform.get("secret", "steady-auth", ns)
@@ -67,7 +91,7 @@ def test_a_restarted_controller_makes_zero_writes_for_a_steady_order(platform: P
     after = api_writes(platform)
     diff = {k: after[k] - before[k] for k in after if after[k] != before[k]}
     assert diff == {}, f"writes after a restart: {diff}"
-    assert controller_writes(platform) == 0
+    assert written(platform) == Counter(), "the new controller counted no write, no Event"
     again = platform.order(ns, "steady")
     assert again["metadata"]["resourceVersion"] == order["metadata"]["resourceVersion"]
     secret_after = platform.get("secret", "steady-auth", ns)
@@ -75,6 +99,24 @@ def test_a_restarted_controller_makes_zero_writes_for_a_steady_order(platform: P
     assert secret_after["data"]["token"] == secret["data"]["token"]
     assert secret_after["metadata"]["resourceVersion"] == secret["metadata"]["resourceVersion"]
     assert len(base64.b64decode(secret["data"]["token"])) >= 43  # 32 random bytes, url-safe base64
+
+
+def test_the_write_count_sees_the_model_facts_configmap(platform: Platform, ns: str) -> None:
+    """The facts store's ConfigMap is deleted and the controller restarted (its memory of the facts
+    gone with it): resolving the order's model writes the facts, creating the ConfigMap."""
+    platform.kubectl("delete", "configmap", FACTS, "-n", NS, "--ignore-not-found")
+    platform.controller.restart()
+    assert written(platform) == Counter()
+    platform.create_order(ns, "facts", hf(SMALL))
+    platform.wait_phase(ns, "facts", "Ready", timeout=90)
+    stored = platform.get("configmap", FACTS, NS)
+    assert stored is not None and len(stored["data"]) == 1, "the facts of the model were written"
+    got = written(platform)
+    print(f"controller writes, facts ConfigMap deleted, to Ready: {dict(got)}")
+    # The merge patch finds no ConfigMap (404, a write the API server answered), then the create.
+    assert got[("ConfigMap", "patch")] == 1
+    assert got[("ConfigMap", "create")] == 1
+    assert got[("Event", "create")] > 0
 
 
 def test_a_409_on_status_is_retried_without_losing_the_other_writers_change(
