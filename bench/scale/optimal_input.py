@@ -26,6 +26,7 @@ Obj = Mapping[str, Any]
 _UNITS = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9}
 _MODE_KIND = {"Exclusive": GPU, "MIG": MIG}
 NO_CAPACITY = "NoCapacity"
+FORCED_LIMIT = 300  # NoCapacity refusals judged one by one (a solve each)
 
 
 def _bytes(text: str) -> int:
@@ -115,11 +116,18 @@ class Comparison:
 
 
 def forced(
-    devices: Sequence[Device], demands: Sequence[Demand], outcomes: Sequence[str], seconds: float
-) -> int:
+    devices: Sequence[Device],
+    demands: Sequence[Demand],
+    outcomes: Sequence[str],
+    seconds: float,
+    limit: int = FORCED_LIMIT,
+) -> int | None:
     """How many of the planner's NoCapacity refusals no packing could have avoided: the orders it
     had placed before, with the refused one, fit no way at once (the rest it refused because of
-    where it had put the earlier ones; it never moves a placed order)."""
+    where it had put the earlier ones; it never moves a placed order). A solve per refusal: None
+    beyond ``limit`` refusals."""
+    if sum(o == NO_CAPACITY for o in outcomes) > limit:
+        return None
     placed: list[Demand] = []
     count = 0
     for demand, outcome in zip(demands, outcomes, strict=True):
