@@ -4,6 +4,7 @@ test here fails on the mutant named in its docstring."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from controller.planning import plan_decision
 from controller.snapshot import Planning
@@ -53,10 +54,14 @@ def test_the_order_adopts_the_certificate_secret_once() -> None:
     """Mutant ``_adopt_tls_secret(s, None)`` (decide.x_decide__mutmut_155)."""
     plan = plan_on(GPU)
     name = names.tls_secret("support-llm")
-    unowned = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "support"}}
+    unowned: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": "support"},
+    }
     s = serving(plan)
     s = replace(s, owned=(*s.owned, unowned))
-    intents, _ = decide_and_build(s, Planning(outcome=ok(plan), trigger=None))
+    intents, _ = decide_and_build(s, Planning(outcome=ok(plan)))
     adopted = [o for o in intents.apply if o["kind"] == "Secret" and o["metadata"]["name"] == name]
     assert len(adopted) == 1
     (ref,) = adopted[0]["metadata"]["ownerReferences"]
@@ -64,7 +69,7 @@ def test_the_order_adopts_the_certificate_secret_once() -> None:
     assert "data" not in adopted[0], "cert-manager keeps the data"
     owned = {**unowned, "metadata": {**unowned["metadata"], "ownerReferences": [ref]}}
     again = replace(s, owned=(*serving(plan).owned, owned))
-    intents, _ = decide_and_build(again, Planning(outcome=ok(plan), trigger=None))
+    intents, _ = decide_and_build(again, Planning(outcome=ok(plan)))
     assert not [o for o in intents.apply if o["kind"] == "Secret" and o["metadata"]["name"] == name]
 
 
