@@ -46,14 +46,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sample", type=int, default=0, help="run a random K mutants (0: all)")
     p.add_argument("--seed", type=int, default=25)
     p.add_argument("--children", type=int, default=2, help="mutmut --max-children")
+    p.add_argument("--report", action="store_true", help="only the figures of the last run (so far)")
     args = p.parse_args(argv)
     run = [str(MUTMUT), "run", "--max-children", str(args.children)]
-    # A name that matches nothing: mutmut writes the mutants and the test map, runs none, and fails.
-    subprocess.run([*run, "no.such.mutant"], cwd=ROOT, capture_output=True, check=False)
+    if not args.report:
+        # A name that matches nothing: mutmut writes the mutants and the test map, runs none, fails.
+        subprocess.run([*run, "no.such.mutant"], cwd=ROOT, capture_output=True, check=False)
     names = sorted(exit_codes())
     chosen = sorted(random.Random(args.seed).sample(names, args.sample)) if args.sample else names
-    print(f"{len(names)} mutants; running {len(chosen)}", flush=True)
-    subprocess.run([*run, *chosen], cwd=ROOT, stdout=subprocess.DEVNULL, check=False)
+    print(f"{len(names)} mutants; {'reporting' if args.report else 'running'} {len(chosen)}", flush=True)
+    if not args.report:
+        subprocess.run([*run, *chosen], cwd=ROOT, stdout=subprocess.DEVNULL, check=False)
     codes = exit_codes()
     per: dict[str, Counter[str]] = defaultdict(Counter)
     survivors = []
