@@ -81,3 +81,11 @@ def test_a_new_model_revision_names_the_old_and_the_new_in_its_event() -> None:
     intents, _ = decide_and_build(s, Planning(outcome=ok(plan), trigger="model revision"))
     (message,) = [m for _, reason, m in intents.events if reason == "ModelRevisionChanged"]
     assert f"moved from 0ld to {SMALL.revision}" in message
+
+
+def test_a_serving_order_whose_class_is_deleted_keeps_its_plan_in_force() -> None:
+    """``Intents.plan`` is the plan in force after the reconcile. Mutant ``d.plan = None`` when
+    serving through a lost class (decide.x__serve_through__mutmut_18)."""
+    plan = plan_on(GPU)
+    intents, _ = decide_and_build(serving(plan, klass=None, model=None), Planning())
+    assert intents.plan == plan
