@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv lint typecheck layers unit integration test cluster-up cluster-down crds demo up down bench
+.PHONY: help venv lint typecheck layers unit integration test cluster-up cluster-down crds demo up down bench mutation
 
 help:
 	@echo "make demo         - local control plane + webhook + controller + the example order, to Ready"
@@ -13,6 +13,7 @@ help:
 	@echo "make cluster-up   - start the local real control plane (.cluster/kubeconfig)"
 	@echo "make cluster-down - stop it"
 	@echo "make down         - stop everything make demo / make up started"
+	@echo "make mutation     - mutmut over controller/planner and controller/decide.py (docs/testing.md)"
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -62,3 +63,10 @@ up: $(STAMP)
 
 down: $(STAMP)
 	$(PY) -m hack.demo down
+
+# A mutation run over the planner and decide (docs/testing.md, "Mutation run"); never part of `make test`.
+# MUTATION_SAMPLE=0 runs all ~4,600 mutants (hours on 2 cores); the default is a seeded sample.
+MUTATION_SAMPLE ?= 500
+MUTATION_CHILDREN ?= 2
+mutation: $(STAMP)
+	$(PY) -m bench.mutation --sample $(MUTATION_SAMPLE) --seed 25 --children $(MUTATION_CHILDREN)

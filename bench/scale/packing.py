@@ -17,6 +17,7 @@ from controller import render, resolve
 from controller.facts import ModelFacts
 from controller.hub import HubClient
 from controller.planner import Inventory, PlanRequest, plan_order
+from controller.planner.inventory import DeviceKey
 from controller.planner.ledger import Ledger, Use, use_of
 from shared.api.inference_class import InferenceServiceClass, InferenceServiceClassSpec
 from shared.api.recipe import InferenceRecipe
@@ -30,6 +31,8 @@ Obj = Mapping[str, Any]
 class Packing:
     planned: int
     refused: dict[str, int]  # reason -> orders
+    outcomes: tuple[str, ...] = ()  # per order, in the order given: "" planned, else the reason
+    devices: tuple[tuple[DeviceKey, ...], ...] = ()  # per order: the devices its plan counts on
 
     @property
     def no_capacity(self) -> int:
@@ -67,19 +70,27 @@ def pack(
         ledger.on_slice(s)
     planned = 0
     refused: dict[str, int] = {}
+    outcomes: list[str] = []
+    taken: list[tuple[DeviceKey, ...]] = []
     for o in orders:
         meta = o["metadata"]
         model = facts[o["spec"]["model"]["ref"]["name"]]
         verdict, endpoint_type = resolve.policy_verdict(model, cspec)
         if not verdict.ok or endpoint_type is None:
             refused[verdict.reason] = refused.get(verdict.reason, 0) + 1
+            outcomes.append(verdict.reason)
+            taken.append(())
             continue
-        reason = _take(ledger, (meta["namespace"], meta["name"]), model, endpoint_type, cspec, recipes)
+        reason, devices = _take(
+            ledger, (meta["namespace"], meta["name"]), model, endpoint_type, cspec, recipes
+        )
         if reason:
             refused[reason] = refused.get(reason, 0) + 1
         else:
             planned += 1
-    return Packing(planned=planned, refused=refused)
+        outcomes.append(reason)
+        taken.append(devices)
+    return Packing(planned=planned, refused=refused, outcomes=tuple(outcomes), devices=tuple(taken))
 
 
 def _take(
@@ -89,9 +100,11 @@ def _take(
     endpoint_type: Any,
     cspec: InferenceServiceClassSpec,
     recipes: list[InferenceRecipe],
-) -> str:
-    """Plan one order on the ledger's view and book it, as the reconciler does; the refusal or ''."""
+) -> tuple[str, tuple[DeviceKey, ...]]:
+    """Plan one order on the ledger's view and book it, as the reconciler does; the refusal or '',
+    and the devices."""
     reasons: list[str] = []
+    devices: list[tuple[DeviceKey, ...]] = []
 
     def plan(inventory: Inventory) -> tuple[str | None, Use]:
         outcome = plan_order(
@@ -106,9 +119,10 @@ def _take(
             )
         )
         reasons.append("" if outcome.ok else outcome.reason)
+        devices.append(outcome.allocation if outcome.ok else ())
         if not outcome.ok or outcome.plan is None:
             return None, Use()
         return key[1], use_of(outcome.allocation, outcome.shared_bytes)
 
     ledger.take(key, (), plan)
-    return reasons[0]
+    return reasons[0], devices[0]

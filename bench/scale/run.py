@@ -4,7 +4,9 @@ Brings up the local plane (``scale`` tuning) with N KWOK nodes and their Resourc
 product as ``make up`` does with the controller as its ServiceAccount, applies M orders of mixed
 models across 50 namespaces as fast as the API server takes them, and measures from the API server
 and the controller's /metrics. The last line printed is one JSON object with the figures
-(docs/benchmarks.md, "Scale"). ``--keep`` leaves everything running for ``kubectl``.
+(docs/benchmarks.md, "Scale"), with ``NoCapacity`` observed next to the planner's offline packing and
+the optimal packing of an independent solver (``bench.scale.optimal``; ``python -m bench.scale.offline``
+compares those two without a plane). ``--keep`` leaves everything running for ``kubectl``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from bench.scale import orders as ord_
 from bench.scale import profile
 from bench.scale.figures import State, devices, metric_sum, overcommit, proc_stat, writes
+from bench.scale.optimal_input import optimal_packing
 from bench.scale.packing import bundled_class, bundled_recipes, hub_facts, pack
 from bench.scale.plane import ROOT, Plane, say, stop_all
 from bench.scale.plot import plot
@@ -168,15 +171,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     fleet = devices(kapi.list_objects(api, "resource.k8s.io/v1", "ResourceSlice"))
     claims = kapi.list_objects(api, "resource.k8s.io/v1", "ResourceClaim")
     over = overcommit(claims, fleet)
-    say("offline packing of the same orders with the same planner")
+    say("offline packing of the same orders with the same planner, and the optimal packing")
     facts = hub_facts(plane.hub_url, [o["spec"]["model"]["ref"]["name"] for o in objs], ord_.MIRROR_TOKEN)
-    packing = pack(
-        objs,
-        kapi.list_objects(api, "resource.k8s.io/v1", "ResourceSlice"),
-        kapi.list_objects(api, "resource.k8s.io/v1", "DeviceClass"),
-        facts,
-        bundled_class(),
-        bundled_recipes(),
+    slices = kapi.list_objects(api, "resource.k8s.io/v1", "ResourceSlice")
+    device_classes = kapi.list_objects(api, "resource.k8s.io/v1", "DeviceClass")
+    packing = pack(objs, slices, device_classes, facts, bundled_class(), bundled_recipes())
+    best = optimal_packing(
+        objs, slices, device_classes, facts, bundled_class(), bundled_recipes()[0], outcomes=packing.outcomes
+    )
+    say(
+        f"NoCapacity: observed {counts[State.NO_CAPACITY]}, the planner offline {packing.no_capacity}, "
+        f"the optimal packing {best.no_capacity} (CP-SAT, proven: {best.optimum.optimal})"
     )
     nodes = len(kapi.list_objects(api, "resource.k8s.io/v1", "ResourceSlice"))
     result: dict[str, Any] = {
@@ -192,6 +197,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "offline_planned": packing.planned,
         "offline_no_capacity": packing.no_capacity,
         "offline_refused": packing.refused,
+        **best.figures(),
         "seconds_to_all_planned": round(t_decided - t_applied, 1),
         "seconds_to_all_ready": round(t_ready - t_applied, 1),
         "running_not_ready": running_not_ready(api, tracker),

@@ -15,19 +15,14 @@ import pytest
 from controller.model_facts import (
     ModelFactsError,
     Quantization,
-    TensorMeta,
     endpoint_types,
-    gguf_parts,
     gguf_quantization,
     model_facts,
     parse_gguf_header,
     pick_gguf,
     quantization,
 )
-from standins.hub_mirror.repos import Repo, load_repos
-from standins.hub_mirror.tensors import tensors_for
-
-REPOS = load_repos()
+from testkit.mirror_facts import REPOS, facts_of, gguf_metadata_of, tensors_of  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -93,34 +88,6 @@ def with_gaps(cases: list[Expected]) -> list[Any]:
         else pytest.param(c, id=c.repo_id)
         for c in cases
     ]
-
-
-def tensors_of(repo: Repo) -> list[TensorMeta] | None:
-    if not repo.parameters:
-        return None
-    return [TensorMeta(t.name, t.dtype, t.shape) for t in tensors_for(repo.facts["config"])]
-
-
-def gguf_metadata_of(repo: Repo) -> dict[str, Any] | None:
-    """The header key/values of the GGUF file the controller would serve, as the mirror serves it."""
-    files = {name: f.size for name, f in repo.files.items()}
-    if not any(name.endswith(".gguf") for name in files):
-        return None
-    first = gguf_parts(files, pick_gguf(files)[0])[0]
-    return parse_gguf_header(repo.files[first].head)
-
-
-def facts_of(repo_id: str, *, with_tensors: bool = True, **info_changes: Any) -> Any:
-    repo = REPOS[repo_id]
-    info = {**repo.info(blobs=True), **info_changes}
-    return model_facts(
-        repo_id=repo_id,
-        commit=repo.sha,
-        info=info,
-        config=repo.facts.get("config"),
-        tensors=tensors_of(repo) if with_tensors else None,
-        gguf_metadata=gguf_metadata_of(repo),
-    )
 
 
 def test_the_table_covers_every_repository_of_the_mirror() -> None:

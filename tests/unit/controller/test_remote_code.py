@@ -9,9 +9,9 @@ from controller import resolve
 from controller.planner.recipes import model_recipes
 from controller.remote_code import needs_remote_code
 from shared import reasons
+from testkit.mirror_facts import facts_of
 from testkit.planner import LLAMA_8B, fleet_inventory, make_recipe, plan
 from tests.unit.controller.builders import make_class, make_facts
-from tests.unit.test_model_facts import facts_of
 
 INTERNLM2 = {
     "architectures": ["InternLM2ForCausalLM"],

@@ -20,8 +20,8 @@ from controller.planner.estimate import estimate_memory
 from controller.planner.multinode import stage_fraction
 from controller.planner.plan import LaunchPlan
 from shared import reasons
+from testkit.mirror_facts import facts_of
 from testkit.planner import gpu, inventory_of, make_claim, make_class, make_slice, plan
-from tests.unit.test_model_facts import facts_of
 
 H100 = ("NVIDIA H100 80GB HBM3", "80Gi", "9.0.0")
 H200 = ("NVIDIA H200", "141Gi", "9.0.0")
