@@ -77,7 +77,6 @@ class Observer:
         in_force = self.plan_in_force(order)
         deployment = self._workload(ns, name, in_force)
         auth = read_auth(self.store.get(Cache.SECRETS, ns, names.auth_secret(name)), order.metadata.uid)
-        endpoint = order.status.endpoint.url if order.status.endpoint else None
         exhausted = self.ledger.exhausted_since((ns, name))
         return Snapshot(
             now=now,
@@ -95,7 +94,7 @@ class Observer:
             has_token=auth.token is not None,
             token=auth.token,
             stale_auth_version=auth.stale_version,
-            probe=self.probes.state((ns, name), endpoint),
+            probe=self.probes.state((ns, name), render.probe_url(order)),
             capacity=Capacity(epoch=self.ledger.epoch, exhausted_since=exhausted),
             claims_allocated=self.claims_allocated(order, in_force),
             fetch_progress=self.progress.state((ns, name)),

@@ -21,7 +21,7 @@ re-exported here for the reconciler.
 
 from __future__ import annotations
 
-from controller.exposure import Endpoint, endpoint_for, replica_bounds, requires_token
+from controller.exposure import Endpoint, endpoint_for, probe_url, replica_bounds, requires_token
 from controller.render.claim import (
     claim_request,
     claim_template_name,
@@ -67,6 +67,7 @@ __all__ = [
     "model_volume",
     "model_volume_name",
     "owner_reference",
+    "probe_url",
     "replica_bounds",
     "requires_token",
     "resource_claim_template",
