@@ -31,6 +31,7 @@ class Cache(enum.StrEnum):
     PODS = "pods"
     HPAS = "hpas"
     INGRESSES = "ingresses"
+    NETWORK_POLICIES = "networkpolicies"
     CERTIFICATES = "certificates"
     CLAIM_TEMPLATES = "claimtemplates"
     DEVICE_CLASSES = "deviceclasses"
@@ -109,6 +110,16 @@ KINDS: tuple[WatchedKind, ...] = (
         Cache.INGRESSES,
         "networking.k8s.io/v1",
         "Ingress",
+        Fanout.OWNER_LABEL,
+        _ORDER,
+        owned=True,
+        pruned=True,
+    ),
+    # One per group of a multi-node plan (``controller.render.ray``): Ray's ports for the group only.
+    WatchedKind(
+        Cache.NETWORK_POLICIES,
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
         Fanout.OWNER_LABEL,
         _ORDER,
         owned=True,

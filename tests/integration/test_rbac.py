@@ -202,6 +202,22 @@ CASES = [
         True,
     ),
     (
+        "the controller applies group NetworkPolicies",
+        CONTROLLER,
+        "patch",
+        "networkpolicies.networking.k8s.io",
+        NS,
+        True,
+    ),
+    (
+        "the controller deletes NetworkPolicies of groups it stopped running",
+        CONTROLLER,
+        "delete",
+        "networkpolicies.networking.k8s.io",
+        NS,
+        True,
+    ),
+    (
         "the controller applies claim templates",
         CONTROLLER,
         "patch",

@@ -36,6 +36,7 @@ def test_every_cache_has_exactly_one_row_and_owned_kinds_are_label_selected() ->
         "Deployment",  # replaced by a LeaderWorkerSet when the plan becomes multi-node
         "HorizontalPodAutoscaler",
         "LeaderWorkerSet",
+        "NetworkPolicy",  # a group the plan no longer runs, or a plan no longer multi-node
     }
     assert cache_of("Deployment") is Cache.DEPLOYMENTS
     assert cache_of("Pod") is None  # pods are read, never applied
