@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller import parsed, render, resolve
+from controller import class_access, parsed, render, resolve
 from controller.auth_token import read_auth
 from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from controller.kinds import OWNED, Cache
@@ -68,6 +68,10 @@ class Observer:
         ns, name = order.metadata.namespace or "", order.metadata.name
         recipes = self._recipes()
         class_raw = self.store.get(Cache.CLASSES, None, order.spec.inference_service_class_name)
+        if class_raw is not None and not class_access.admits(
+            class_raw, self.store.get(Cache.NAMESPACES, None, ns)
+        ):
+            class_raw = None  # not for this namespace: to the order, the class does not exist
         klass = parsed.CLASSES(class_raw) if class_raw else None
         model = self._model(order, klass.spec) if klass is not None else None
         owned = tuple(

@@ -12,7 +12,9 @@ Kinds with large parts no reader uses keep only the parts read:
   ``controller.readings``, ``controller.group_status`` and ``controller.progress``;
 - a ResourceClaim keeps its metadata, ``spec.devices`` (what it asks for: the ledger's
   ``shapes.shape_of`` tells the claims of a plan by it) and ``status.allocation`` (the ledger's
-  ``claim_use``, ``observe._allocated``).
+  ``claim_use``, ``observe._allocated``);
+- a Namespace keeps its name, uid, resourceVersion and labels (``controller.class_access`` reads the
+  labels against a class's ``namespaceSelector``), not its annotations, spec or status.
 
 Every other kind keeps its whole body: drift compares the live spec of owned workloads, the
 ledger parses the whole spec of a ResourceSlice or DeviceClass from the handler's copy.
@@ -73,3 +75,9 @@ def resource_claim(obj: Obj) -> Obj:
         out["spec"] = {"devices": devices}
     out["status"] = {"allocation": status["allocation"]} if "allocation" in status else {}
     return _interned_obj(out)
+
+
+def namespace(obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    kept = {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}
+    return _interned_obj({"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept})

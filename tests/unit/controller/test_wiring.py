@@ -117,3 +117,10 @@ def test_owned_objects_map_to_the_order_in_their_label_and_classes_fan_out() -> 
     klass = {"metadata": {"name": "c"}}
     assert wiring.keys_for(Cache.CLASSES, klass, [order("a")]) == [("class", "", "c"), ("order", "ns", "a")]
     assert BY_CACHE[Cache.RECIPES].fanout is Fanout.EVERYTHING
+
+
+def test_a_namespace_event_requeues_the_orders_in_that_namespace_only() -> None:
+    """Its labels decide which classes its orders may use (a class's namespaceSelector)."""
+    ns = {"metadata": {"name": "ns", "labels": {"gpu": "yes"}}}
+    elsewhere = {**order("b"), "metadata": {**order("b")["metadata"], "namespace": "other"}}
+    assert wiring.keys_for(Cache.NAMESPACES, ns, [order("a"), elsewhere]) == [("order", "ns", "a")]
