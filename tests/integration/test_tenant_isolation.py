@@ -57,9 +57,7 @@ def test_the_group_network_policies_are_accepted_and_stored_as_rendered(
 
 
 def klass(name: str, selector: Any) -> Obj:
-    spec = make_class(spec={"namespaceSelector": selector}).model_dump(
-        mode="json", by_alias=True, exclude_none=True
-    )
+    spec = make_class().model_dump(mode="json", by_alias=True, exclude_none=True)
     spec["spec"]["namespaceSelector"] = selector
     return {"apiVersion": "ai.deckhouse.io/v1alpha1", "kind": "InferenceServiceClass", "metadata": {"name": name},
             "spec": spec["spec"]}  # fmt: skip
