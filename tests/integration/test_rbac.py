@@ -242,6 +242,15 @@ CASES = [
         True,
     ),
     (
+        "the controller watches namespaces (labels, for namespaceSelector)",
+        CONTROLLER,
+        "watch",
+        "namespaces",
+        ALL,
+        True,
+    ),
+    ("the controller cannot label namespaces", CONTROLLER, "patch", "namespaces", ALL, False),
+    (
         "the controller watches device classes",
         CONTROLLER,
         "watch",

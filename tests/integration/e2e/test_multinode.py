@@ -4,9 +4,10 @@ A class with ``placement.maxNodesPerReplica: 2``; an order for Llama-3.1-405B-In
 (about 812 GB of weights), which no 8 x H100 80GB node holds. Checked: it is planned as 2 nodes x 8
 H100 (MultiNode) and rendered as a LeaderWorkerSet of size 2 owned by the order, with no
 Deployment; the real scheduler places the leader and the worker on the two H100 nodes with their
-claims allocated; the order reaches Ready through the leader-only Service; killing the worker makes
+claims allocated; the group's NetworkPolicy selects exactly the labels LWS put on its pods and the pods carry Ray's
+token settings; the order reaches Ready through the leader-only Service; killing the worker makes
 the order not-Ready with a message naming it, and LWS's group restart makes it Ready again;
-deleting the order removes the group.
+deleting the order removes the group and its NetworkPolicy.
 """
 
 from __future__ import annotations
