@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from controller import resolve
+from controller import class_access, resolve
 from controller.kinds import Cache
 from controller.kube import apply as kapi
 from shared import reasons as r
@@ -36,6 +36,7 @@ def class_status(observer: Observer, actor: Actor, name: str, now: float) -> flo
         recipe_names=[x["metadata"]["name"] for x in store.list(Cache.RECIPES)],
         device_class_names=[x["metadata"]["name"] for x in store.list(Cache.DEVICE_CLASSES)],
         selector_error=selector_error(spec.placement.selector) if spec.placement.selector else None,
+        namespace_selector_error=class_access.selector_problem(raw),
     )
     unreadable = observer.ledger.unreadable()
     if v.ok and unreadable:

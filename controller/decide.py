@@ -151,7 +151,7 @@ def decide(s: Snapshot, p: Planning) -> Intents:
     else:
         d.fields["clear_auth_secret_name"] = True
     _adopt_tls_secret(s, d)
-    _judge_workload(s, d, endpoint.url, s.token if token_needed else None)
+    _judge_workload(s, d, s.token if token_needed else None)
     return d.done()
 
 
@@ -187,10 +187,10 @@ def _serve_through(s: Snapshot, d: _Draft, failed: str, v: Verdict) -> None:
         endpoint = Endpoint(url=found.url, type=found.type)
         d.fields["endpoint"] = endpoint
     if endpoint is not None:
-        _judge_workload(s, d, endpoint.url, s.token)
+        _judge_workload(s, d, s.token)
 
 
-def _judge_workload(s: Snapshot, d: _Draft, url: str, token: str | None) -> None:
+def _judge_workload(s: Snapshot, d: _Draft, token: str | None) -> None:
     v = readings.workload_verdict(s.deployment, list(s.pods))
     if not v.ok and v.reason == r.PROGRESSING:
         v = _download_progress(s, d, v)
@@ -202,7 +202,7 @@ def _judge_workload(s: Snapshot, d: _Draft, url: str, token: str | None) -> None
         since = planning.stuck_since(s)
         d.again(max(1.0, since + s.settings.claim_grace_seconds - s.now) if since is not None else 15.0)
         return
-    d.verdicts[r.READY] = _probe(s, d, url, token)
+    d.verdicts[r.READY] = _probe(s, d, token)
     sv, again = readings.scaling_verdict(
         s.deployment, s.hpa, list(s.pods), now=s.now, grace=s.settings.scale_up_grace_seconds
     )
@@ -239,14 +239,14 @@ def was_ready(s: Snapshot) -> bool:
     return False
 
 
-def _probe(s: Snapshot, d: _Draft, url: str, token: str | None) -> Verdict:
-    """Ready from the probe book's record; asks for a probe when one is due (run off the workers)."""
+def _probe(s: Snapshot, d: _Draft, token: str | None) -> Verdict:
+    """Ready from the probe book's record; asks for a probe of the in-cluster name when one is due."""
     st, st_ready = s.probe, was_ready(s)
     period = s.settings.probe_period_seconds
     wait_for = period if st_ready and st.ok else min(period, 5.0)
     due = st.ok is None or s.now - st.at >= wait_for
     if due and not st.in_flight:
-        d.probe = ProbeRequest(url=url, token=token)
+        d.probe = ProbeRequest(url=render.probe_url(s.order), token=token)
     d.again(max(0.5, wait_for - (s.now - st.at)) if not due else wait_for)
     threshold = s.settings.probe_failure_threshold
     if st.ok is None:

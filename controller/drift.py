@@ -8,7 +8,10 @@ other managers add (``kubectl rollout restart``'s annotation, appended list item
 drift. Quantities compare by value, since the server may store ``1000m`` as ``1``.
 
 Only kinds whose spec may change after creation are compared: a PVC or a ResourceClaimTemplate
-cannot be edited in place, so their hash annotation is enough.
+cannot be edited in place, so their hash annotation is enough. A group's NetworkPolicy is compared
+(an edit that narrows or drops a rule is restored); a rule appended to it is not drift, and cannot
+be: NetworkPolicies add up, so the namespace's own editors can always open their own pods with a
+policy of theirs. The policy fences off other namespaces, not the order's own.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from shared.quantity import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
 
-CHECKED_KINDS = frozenset({"Deployment", "LeaderWorkerSet", "Service", "HorizontalPodAutoscaler", "Ingress"})
+CHECKED_KINDS = frozenset(
+    {"Deployment", "LeaderWorkerSet", "Service", "HorizontalPodAutoscaler", "Ingress", "NetworkPolicy"}
+)
 
 
 def stable_json(obj: Obj) -> str:

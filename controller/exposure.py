@@ -28,6 +28,13 @@ def endpoint_for(order: InferenceService, spec: InferenceServiceClassSpec, setti
     return Endpoint(url=f"https://{host}", type="ClusterLocal", host=host)
 
 
+def probe_url(order: InferenceService) -> str:
+    """Where the controller probes the order: its Service by the in-cluster name, which the endpoint
+    certificate always carries, whatever the exposure. An External order is never probed through the
+    shared ingress, where another namespace's rule for the same host could receive the token."""
+    return f"https://{order.metadata.name}.{order.metadata.namespace or 'default'}.svc"
+
+
 def requires_token(spec: InferenceServiceClassSpec) -> bool:
     return spec.exposure is None or spec.exposure.authentication == "Token"
 

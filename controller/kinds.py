@@ -31,6 +31,7 @@ class Cache(enum.StrEnum):
     PODS = "pods"
     HPAS = "hpas"
     INGRESSES = "ingresses"
+    NETWORK_POLICIES = "networkpolicies"
     CERTIFICATES = "certificates"
     CLAIM_TEMPLATES = "claimtemplates"
     DEVICE_CLASSES = "deviceclasses"
@@ -39,6 +40,7 @@ class Cache(enum.StrEnum):
     MODELS = "models"
     CLUSTER_MODELS = "clustermodels"
     PRIORITY_CLASSES = "priorityclasses"
+    NAMESPACES = "namespaces"
 
 
 class Fanout(enum.Enum):
@@ -50,6 +52,7 @@ class Fanout(enum.Enum):
     OWNER_LABEL = "the order named in the object's order label"
     CAPACITY = "the orders waiting for capacity, by priority then age (and the ledger)"
     CATALOG = "the orders that reference the catalog model"
+    NAMESPACE = "the orders in the namespace (its labels decide which classes it may use)"
     NONE = "nobody (read when ranking waiting orders)"
 
 
@@ -114,6 +117,16 @@ KINDS: tuple[WatchedKind, ...] = (
         owned=True,
         pruned=True,
     ),
+    # One per group of a multi-node plan (``controller.render.ray``): Ray's ports for the group only.
+    WatchedKind(
+        Cache.NETWORK_POLICIES,
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        Fanout.OWNER_LABEL,
+        _ORDER,
+        owned=True,
+        pruned=True,
+    ),
     WatchedKind(
         Cache.CERTIFICATES,
         "cert-manager.io/v1",
@@ -142,6 +155,8 @@ KINDS: tuple[WatchedKind, ...] = (
         transform=slim.resource_claim,
     ),
     WatchedKind(Cache.PRIORITY_CLASSES, "scheduling.k8s.io/v1", "PriorityClass", Fanout.NONE, optional=True),
+    # Only name and labels: a class's ``namespaceSelector`` is judged against them.
+    WatchedKind(Cache.NAMESPACES, "v1", "Namespace", Fanout.NAMESPACE, transform=slim.namespace),
     WatchedKind(
         Cache.MODELS, "ai.deckhouse.io/v1alpha1", "Model", Fanout.CATALOG, optional=True, catalog=True
     ),

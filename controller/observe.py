@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller import desired, lineage, parsed, progress, render, resolve, takeover
+from controller import class_access, desired, lineage, parsed, progress, render, resolve, takeover
 from controller.auth_token import read_auth
 from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelNotReady, ModelSourceUnavailable
 from controller.kinds import OWNED, Cache
@@ -70,6 +70,10 @@ class Observer:
         ns, name = order.metadata.namespace or "", order.metadata.name
         recipes = self._recipes()
         class_raw = self.store.get(Cache.CLASSES, None, order.spec.inference_service_class_name)
+        if class_raw is not None and not class_access.admits(
+            class_raw, self.store.get(Cache.NAMESPACES, None, ns)
+        ):
+            class_raw = None  # not for this namespace: to the order, the class does not exist
         klass = parsed.CLASSES(class_raw) if class_raw else None
         model = self._model(order, klass.spec) if klass is not None else None
         owned = tuple(
@@ -79,7 +83,6 @@ class Observer:
         in_force = self.plan_in_force(order)
         deployment = self._workload(ns, name, in_force)
         auth = read_auth(self.store.get(Cache.SECRETS, ns, names.auth_secret(name)), order.metadata.uid)
-        endpoint = order.status.endpoint.url if order.status.endpoint else None
         exhausted = self.ledger.exhausted_since((ns, name))
         return Snapshot(
             now=now,
@@ -97,7 +100,7 @@ class Observer:
             has_token=auth.token is not None,
             token=auth.token,
             stale_auth_version=auth.stale_version,
-            probe=self.probes.state((ns, name), endpoint),
+            probe=self.probes.state((ns, name), render.probe_url(order)),
             capacity=Capacity(
                 epoch=self.ledger.epoch, exhausted_since=exhausted, lapsed=self.lapsed((ns, name))
             ),

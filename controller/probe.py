@@ -1,5 +1,8 @@
 """The Inference API probe: ``GET <url>/v1/models`` with the Bearer token, TLS verified. I/O edge.
 
+The URL is always the order's Service by its in-cluster name (``exposure.probe_url``), External
+orders included: the token never crosses the shared ingress.
+
 The probe verifies the endpoint's certificate against the platform CA for the endpoint's own host
 name. When the module setting ``probeAddressOverride`` is set (a runtime stand-in, a port-forward),
 the TCP connection goes to that address instead, while the endpoint's host is still sent as SNI and

@@ -56,8 +56,9 @@ def class_readiness(
     recipe_names: Collection[str],
     device_class_names: Collection[str],
     selector_error: str | None,
+    namespace_selector_error: str | None = None,
 ) -> Verdict:
-    """The class's Ready condition: False when a referenced object is missing or the selector is bad."""
+    """The class's Ready condition: False when a referenced object is missing or a selector is bad."""
     problems: list[str] = []
     reason = ""
     if not spec.model_policy.allowed_endpoint_types:
@@ -74,6 +75,9 @@ def class_readiness(
     if selector_error:
         problems.append(f"`spec.placement.selector` does not compile: {selector_error}")
         reason = reason or "SelectorInvalid"
+    if namespace_selector_error:
+        problems.append(namespace_selector_error)
+        reason = reason or "NamespaceSelectorInvalid"
     if problems:
         return false(reason, "; ".join(problems) + ".")
     return true("Ready", "Every referenced object exists and the selector compiles.")

@@ -18,6 +18,8 @@ Kinds with large parts no reader uses keep only the parts read:
   and the token of an ``<order>-auth`` Secret when it is token-sized. Any namespace member can
   label a Secret with an order: a 1 MiB Secret so labelled costs the cache well under a KiB
   instead of its whole data (docs/admin-guide.md, "Tenant isolation").
+- a Namespace keeps its name, uid, resourceVersion and labels (``controller.class_access`` reads the
+  labels against a class's ``namespaceSelector``), not its annotations, spec or status.
 
 Every other kind keeps its whole body: drift compares the live spec of owned workloads, the
 ledger parses the whole spec of a ResourceSlice or DeviceClass from the handler's copy.
@@ -108,3 +110,9 @@ def secret(obj: Obj) -> Obj:
     if name.endswith(names.auth_secret("")) and isinstance(token, str) and len(token) <= TOKEN_LIMIT:
         out["data"] = {names.AUTH_TOKEN_KEY: token}
     return _interned_obj(out)
+
+
+def namespace(obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    kept = {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}
+    return _interned_obj({"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept})

@@ -5,7 +5,8 @@
 - an owned object (Deployment, Pod, the order's Secrets ...) to the order in its label;
 - a capacity event (ResourceSlice, ResourceClaim) that freed or added capacity to the orders
   waiting for it, by priority then age (``waiting_orders``); any other capacity event to nobody;
-- a catalog Model/ClusterModel event to the orders that reference it.
+- a catalog Model/ClusterModel event to the orders that reference it;
+- a Namespace event to the orders in it (its labels decide which classes its orders may use).
 """
 
 from __future__ import annotations
@@ -135,6 +136,8 @@ def keys_for(
             ):
                 out.append(order_key(o))
         return out
+    if fanout is Fanout.NAMESPACE:
+        return [order_key(o) for o in orders if o["metadata"].get("namespace") == name]
     owner = order_of(obj)
     return [("order", ns, owner)] if owner else []
 

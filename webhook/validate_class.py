@@ -2,8 +2,8 @@
 
 Checks what the CRD schema cannot: bounds in order (parameter count, replicas), the placement
 selector compiling as a DRA CEL expression (``shared.cel.selector_error``), names of referenced
-objects, node selector and tolerations the pod would accept (``webhook.validate_scheduling``), and
-no value listed twice. Every problem is reported at once.
+objects, node selector and tolerations the pod would accept (``webhook.validate_scheduling``), the
+namespace selector's syntax (``shared.label_selector``), and no value listed twice. Every problem is reported at once.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shared import label_selector
 from shared.api.enums import (
     AUTHENTICATIONS,
     ENDPOINT_TYPES,
@@ -53,6 +54,10 @@ def class_problems(obj: Mapping[str, Any]) -> list[str]:
                 name, ("spec", "recipes", i), required=True, what="the name of an InferenceRecipe"
             )
         problems.unique(recipes, ("spec", "recipes"))
+    namespaces = spec.get("namespaceSelector")
+    if namespaces is not None:
+        for path, message in label_selector.problems(namespaces):
+            problems.add(("spec", "namespaceSelector", *path), message)
     return problems.items
 
 

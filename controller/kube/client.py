@@ -73,6 +73,7 @@ _ALL = (
     _r("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkersets"),
     _r("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
     _r("networking.k8s.io/v1", "Ingress", "ingresses"),
+    _r("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
     _r("cert-manager.io/v1", "Certificate", "certificates"),
     _r("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
     _r("resource.k8s.io/v1", "ResourceClaim", "resourceclaims"),

@@ -13,6 +13,7 @@ one field manager; nothing here reads the cluster.
 | ``timing`` | probes and the progress deadline, sized from the weights |
 | ``workload`` | the Deployment and the model volume |
 | ``group`` | the LeaderWorkerSet of a multi-node plan, its two claim templates |
+| ``ray`` | the NetworkPolicy of each group and Ray's token |
 | ``network`` | Service, HPA, Ingress, Certificate, the auth Secret |
 
 The class's exposure policy (endpoint, token, replica bounds) is ``controller.exposure``; it is
@@ -21,7 +22,7 @@ re-exported here for the reconciler.
 
 from __future__ import annotations
 
-from controller.exposure import Endpoint, endpoint_for, replica_bounds, requires_token
+from controller.exposure import Endpoint, endpoint_for, probe_url, replica_bounds, requires_token
 from controller.render.claim import (
     claim_request,
     claim_template_name,
@@ -34,6 +35,7 @@ from controller.render.group import (
     claim_templates,
     group_name,
     group_name_of,
+    group_network_policies,
     leader_worker_set,
     worker_claim_template_name,
 )
@@ -60,6 +62,7 @@ __all__ = [
     "fetch_spec",
     "group_name",
     "group_name_of",
+    "group_network_policies",
     "ingress",
     "keep_volume_fields",
     "labels",
@@ -67,6 +70,7 @@ __all__ = [
     "model_volume",
     "model_volume_name",
     "owner_reference",
+    "probe_url",
     "replica_bounds",
     "requires_token",
     "resource_claim_template",
@@ -95,15 +99,17 @@ def workload(
     ``fetch`` is what the model fetcher downloads (``fetch_spec``); None: the whole repository
     ``spec.model.ref.name``, for callers that have no facts.
 
-    A multi-node plan is a LeaderWorkerSet with its two claim templates and no autoscaler; the
-    Deployment, its model volume and HPA of a single-node plan are then unwanted (and pruned), and
-    the other way round."""
+    A multi-node plan is a LeaderWorkerSet with its two claim templates, a NetworkPolicy per group
+    (applied before the set, so no group's pod runs unguarded) and no autoscaler; the Deployment,
+    its model volume and HPA of a single-node plan are then unwanted (and pruned), and the other
+    way round."""
     endpoint = endpoint_for(order, spec, settings)
     if plan.node_count > 1:
         objs = [
             *claim_templates(order, plan),
             certificate(order, endpoint, settings),
             service(order, leader_only=True),
+            *group_network_policies(order, spec),
             leader_worker_set(
                 order, plan, spec, settings, revision=revision, fetch=fetch, token_hash=token_hash
             ),

@@ -18,6 +18,8 @@ pod restarts the whole group, since a pipeline stage cannot rejoin a running vLL
 - **Security, probes, the API key**: those of the single-node pod (``controller.render.pod``). The
   workers serve no HTTP, so they have no HTTP probes: a worker whose Ray process dies exits, and
   LWS restarts the group.
+- **Ray's exposure** (``controller.render.ray``): a NetworkPolicy per group admits Ray's ports from
+  the group's own pods only, and Ray's token authentication is on where the image's Ray has it.
 - ``replicas`` is the class's ``minReplicas`` (no autoscaler for multi-node groups).
 """
 
@@ -28,6 +30,7 @@ from controller.render.claim import claim_devices, claim_template_name
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta, template_annotations
 from controller.render.fetch import FetchSpec
 from controller.render.pod import pod_spec
+from controller.render.ray import auth_env, network_policies
 from controller.settings import Settings
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
@@ -35,9 +38,7 @@ from shared.api.order import InferenceService
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 KIND = "LeaderWorkerSet"
-SET_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
-GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 ROLE_LABEL = "ai.deckhouse.io/role"
 RAY_SCRIPT = "/vllm-workspace/examples/online_serving/multi-node-serving.sh"
 LEADER_SCRIPT = f'bash {RAY_SCRIPT} leader --ray_cluster_size="$LWS_GROUP_SIZE" && exec vllm serve "$@"'
@@ -98,6 +99,8 @@ def _pod(
     pod = pod_spec(order, plan, spec, settings, volume_name="", revision=revision, token=token, fetch=fetch)
     pod["volumes"] = [_model_volume(plan, settings) if v["name"] == "model" else v for v in pod["volumes"]]
     (runtime,) = pod["containers"]
+    if token:
+        runtime["env"] = [*runtime["env"], *auth_env(order)]
     if leader:
         runtime["command"] = ["/bin/bash", "-c", LEADER_SCRIPT, "vllm"]
     else:
@@ -152,3 +155,9 @@ def leader_worker_set(
             },
         },
     }
+
+
+def group_network_policies(order: InferenceService, spec: InferenceServiceClassSpec) -> list[Obj]:
+    """The NetworkPolicy of each group the set runs (``controller.render.ray``)."""
+    lo, _, _ = replica_bounds(spec)
+    return network_policies(order, group_name(order), lo)

@@ -10,6 +10,7 @@ from shared.api.base import ApiModel, ObjectMeta
 from shared.api.condition import Condition
 from shared.api.enums import Authentication, EndpointType, ExposureType, ModelFormat, ModelSource, SharingMode
 from shared.api.scheduling import Toleration
+from shared.api.selector import LabelSelector
 
 PARAMETER_COUNT_PATTERN = r"^([0-9]+|[0-9]+(\.[0-9]+)?[KMBT])$"
 
@@ -132,6 +133,13 @@ class InferenceServiceClassSpec(ApiModel):
     recipes: list[str] | None = Field(
         default=None,
         description="InferenceRecipe names in preference order. Empty or unset means all recipes.",
+    )
+    namespace_selector: LabelSelector | None = Field(
+        default=None,
+        description="The namespaces whose orders may use this class, by their labels (a standard label "
+        "selector; every namespace carries `kubernetes.io/metadata.name: <name>`). An order from a "
+        "namespace it does not select reads ClassResolved=False/ClassNotFound, worded exactly as for a "
+        "class that does not exist. Unset: every namespace.",
     )
 
 

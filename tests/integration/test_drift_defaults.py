@@ -30,6 +30,7 @@ def rendered(namespace: str) -> list[Obj]:
     klass = make_class(spec={"exposure": {"type": "External", "authentication": "Token"}})
     plan = Plan(capacity_requests={"memory": "40Gi"}, cpu="1000m", memory="32768Mi")
     objs = render.workload(order, plan, klass.spec, SETTINGS, revision="abc")
+    objs += render.group_network_policies(order, klass.spec)  # a multi-node plan's, without its LWS
     checked = [o for o in objs if o["kind"] in drift.CHECKED_KINDS]
     for obj in checked:
         obj["metadata"]["ownerReferences"] = []  # the order does not exist here
@@ -42,8 +43,9 @@ def rendered(namespace: str) -> list[Obj]:
 def test_the_stored_form_of_every_checked_kind_is_not_drift(cluster: Cluster, namespace: str) -> None:
     api = load_api_client(kubeconfig=str(cluster.kubeconfig))
     objs = rendered(namespace)
-    # A single-node plan renders every checked kind but the LeaderWorkerSet of multi-node plans,
-    # whose stored form is exercised by tests/integration/e2e/test_multinode.py (no drift loop there).
+    # A single-node plan (with a group's NetworkPolicy added) renders every checked kind but the
+    # LeaderWorkerSet of multi-node plans, whose stored form is exercised by
+    # tests/integration/e2e/test_multinode.py (no drift loop there).
     assert {o["kind"] for o in objs} == set(drift.CHECKED_KINDS) - {"LeaderWorkerSet"}
     for obj in objs:
         stored = kapi.apply(api, copy.deepcopy(obj), field_manager="drift-test", dry_run=True)
@@ -57,3 +59,11 @@ def test_a_hand_edit_of_the_stored_deployment_is_drift(cluster: Cluster, namespa
     stored = kapi.apply(api, copy.deepcopy(dep), field_manager="drift-test", dry_run=True)
     stored["spec"]["template"]["spec"]["containers"][0]["image"] = "example.com/other:latest"
     assert drift.drifted(dep, stored) == "spec.template.spec.containers[0].image"
+
+
+def test_a_hand_edit_of_a_groups_network_policy_is_drift(cluster: Cluster, namespace: str) -> None:
+    api = load_api_client(kubeconfig=str(cluster.kubeconfig))
+    policy = next(o for o in rendered(namespace) if o["kind"] == "NetworkPolicy")
+    stored = kapi.apply(api, copy.deepcopy(policy), field_manager="drift-test", dry_run=True)
+    stored["spec"]["ingress"][0]["from"][0]["podSelector"] = {}  # every pod of the namespace
+    assert drift.drifted(policy, stored) is not None

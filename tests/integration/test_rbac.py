@@ -203,6 +203,22 @@ CASES = [
         True,
     ),
     (
+        "the controller applies group NetworkPolicies",
+        CONTROLLER,
+        "patch",
+        "networkpolicies.networking.k8s.io",
+        NS,
+        True,
+    ),
+    (
+        "the controller deletes NetworkPolicies of groups it stopped running",
+        CONTROLLER,
+        "delete",
+        "networkpolicies.networking.k8s.io",
+        NS,
+        True,
+    ),
+    (
         "the controller applies claim templates",
         CONTROLLER,
         "patch",
@@ -226,6 +242,15 @@ CASES = [
         ALL,
         True,
     ),
+    (
+        "the controller watches namespaces (labels, for namespaceSelector)",
+        CONTROLLER,
+        "watch",
+        "namespaces",
+        ALL,
+        True,
+    ),
+    ("the controller cannot label namespaces", CONTROLLER, "patch", "namespaces", ALL, False),
     (
         "the controller watches device classes",
         CONTROLLER,

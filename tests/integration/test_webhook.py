@@ -266,6 +266,8 @@ spec:
     deviceClassNames: [gpu.nvidia.com]
     selector: 'device.attributes["gpu.nvidia.com"].productName.matches("H100"'
   scaling: {{minReplicas: 3, maxReplicas: 1}}
+  namespaceSelector:
+    matchLabels: {{team: "no spaces"}}
 """
     result = kubectl("create", "-f", "-", input=body, check=False)
     assert result.returncode != 0
@@ -282,6 +284,7 @@ spec:
         "`spec.scaling.minReplicas`: must not be greater than `spec.scaling.maxReplicas` (3 > 1)"
         in result.stderr
     )
+    assert "`spec.namespaceSelector.matchLabels.team`: must be a label value, not" in result.stderr
     assert stored(kubectl, "inferenceserviceclass", name) == ""
 
 

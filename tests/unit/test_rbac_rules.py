@@ -30,6 +30,7 @@ PLURAL = {
     "LeaderWorkerSet": "leaderworkersets",
     "HorizontalPodAutoscaler": "horizontalpodautoscalers",
     "Ingress": "ingresses",
+    "NetworkPolicy": "networkpolicies",
     "Secret": "secrets",
 }
 

@@ -4,9 +4,10 @@ A class with ``placement.maxNodesPerReplica: 2``; an order for Llama-3.1-405B-In
 (about 812 GB of weights), which no 8 x H100 80GB node holds. Checked: it is planned as 2 nodes x 8
 H100 (MultiNode) and rendered as a LeaderWorkerSet of size 2 owned by the order, with no
 Deployment; the real scheduler places the leader and the worker on the two H100 nodes with their
-claims allocated; the order reaches Ready through the leader-only Service; killing the worker makes
+claims allocated; the group's NetworkPolicy selects exactly the labels LWS put on its pods and the pods carry Ray's
+token settings; the order reaches Ready through the leader-only Service; killing the worker makes
 the order not-Ready with a message naming it, and LWS's group restart makes it Ready again;
-deleting the order removes the group.
+deleting the order removes the group and its NetworkPolicy.
 """
 
 from __future__ import annotations
@@ -106,6 +107,22 @@ def test_a_405b_order_runs_as_a_two_node_group_is_ready_only_whole_and_goes_with
     assert args[args.index("--pipeline-parallel-size") + 1] == "2"
     assert "ray" in pods[worker]["spec"]["containers"][0]["command"][-1]
 
+    # Ray is fenced to the group: one NetworkPolicy owned by the order, whose selector is the labels
+    # the real LWS put on both pods (not enforced here: the local plane has no network plugin).
+    policy = p.get("networkpolicy", "big-group-0", ns)
+    assert policy is not None
+    (ref,) = policy["metadata"]["ownerReferences"]
+    assert ref["kind"] == "InferenceService" and ref["name"] == "big" and ref["controller"] is True
+    selected = policy["spec"]["podSelector"]["matchLabels"]
+    for pod in pods.values():
+        labels = pod["metadata"]["labels"]
+        assert {k: labels.get(k) for k in selected} == selected, f"{pod['metadata']['name']} not selected"
+    (peers, _) = policy["spec"]["ingress"]
+    assert peers["from"] == [{"podSelector": {"matchLabels": selected}}]
+    env = {e["name"]: e for e in pods[worker]["spec"]["containers"][0]["env"]}
+    assert env["RAY_AUTH_MODE"]["value"] == "token"
+    assert env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "big-auth"
+
     # A lost worker: not Ready, naming it; LWS recreates the group and the order is Ready again.
     lost_at = time.monotonic()
     p.kubectl("delete", "pod", worker, "-n", ns, "--wait=false")
@@ -128,10 +145,14 @@ def test_a_405b_order_runs_as_a_two_node_group_is_ready_only_whole_and_goes_with
     deleted_at = time.monotonic()
     p.kubectl("delete", "inferenceservice", "big", "-n", ns, "--wait=true", "--timeout=120s", timeout=140)
     wait_for(
-        lambda: (p.get("leaderworkerset", "big-group", ns), _group_pods(p, ns, "big-group")),
-        lambda got: got[0] is None and not got[1],
+        lambda: (
+            p.get("leaderworkerset", "big-group", ns),
+            _group_pods(p, ns, "big-group"),
+            p.get("networkpolicy", "big-group-0", ns),
+        ),
+        lambda got: got[0] is None and not got[1] and got[2] is None,
         timeout=180,
-        message="the LeaderWorkerSet and its pods gone",
+        message="the LeaderWorkerSet, its pods and its NetworkPolicy gone",
     )
     print(
         f"multi-node timings: Ready {ready_after:.1f}s; not-Ready {not_ready_after:.1f}s after the worker was "
@@ -140,7 +161,7 @@ def test_a_405b_order_runs_as_a_two_node_group_is_ready_only_whole_and_goes_with
 
 
 def _kinds(p: Platform, ns: str) -> set[str]:
-    out = p.kubectl("get", "deployment,hpa,leaderworkerset", "-n", ns, "-o", "json").stdout
+    out = p.kubectl("get", "deployment,hpa,leaderworkerset,networkpolicy", "-n", ns, "-o", "json").stdout
     return {
         i["kind"]
         for i in json.loads(out)["items"]
@@ -175,7 +196,12 @@ def test_an_edit_between_single_node_and_multi_node_replaces_the_workload_kind(
         message="the order Ready as MultiNode after the edit",
     )
     assert obj["status"]["resolved"]["replanCount"] == 1
-    wait_for(lambda: _kinds(p, ns), lambda k: k == {"LeaderWorkerSet"}, timeout=60, message="only the LWS")
+    wait_for(
+        lambda: _kinds(p, ns),
+        lambda k: k == {"LeaderWorkerSet", "NetworkPolicy"},
+        timeout=60,
+        message="only the LWS and its group's NetworkPolicy",
+    )
 
     p.create_order(ns, "edit", small, klass=klass)
     wait_for(
@@ -192,5 +218,5 @@ def test_an_edit_between_single_node_and_multi_node_replaces_the_workload_kind(
         lambda: _kinds(p, ns),
         lambda k: k == {"Deployment", "HorizontalPodAutoscaler"},
         timeout=60,
-        message="the LWS pruned, a Deployment and HPA again",
+        message="the LWS and its NetworkPolicy pruned, a Deployment and HPA again",
     )

@@ -52,7 +52,7 @@ def condition(status: str, reason: str, message: str, observed: int = 1) -> dict
 
 def verdict(s: Snapshot) -> tuple[Any, decide._Draft]:
     d = decide._Draft()
-    return decide._probe(s, d, URL, "t"), d
+    return decide._probe(s, d, "t"), d
 
 
 def test_a_serving_order_keeps_its_ready_verdict_until_the_first_probe_of_a_new_process() -> None:

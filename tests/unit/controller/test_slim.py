@@ -46,7 +46,7 @@ def test_every_transform_drops_managed_fields_and_leaves_its_input_alone(kind: s
 
 def test_every_watched_kind_has_a_transform_and_only_pods_claims_and_secrets_are_cut_down() -> None:
     cut = {k.kind for k in kinds.KINDS if k.transform is not slim.whole}
-    assert cut == {"Pod", "ResourceClaim", "Secret"}
+    assert cut == {"Pod", "ResourceClaim", "Secret", "Namespace"}
 
 
 def test_a_slice_parses_to_the_same_devices_and_counters() -> None:

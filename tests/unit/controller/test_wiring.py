@@ -36,6 +36,7 @@ def test_every_cache_has_exactly_one_row_and_owned_kinds_are_label_selected() ->
         "Deployment",  # replaced by a LeaderWorkerSet when the plan becomes multi-node
         "HorizontalPodAutoscaler",
         "LeaderWorkerSet",
+        "NetworkPolicy",  # a group the plan no longer runs, or a plan no longer multi-node
     }
     assert cache_of("Deployment") is Cache.DEPLOYMENTS
     assert cache_of("Pod") is None  # pods are read, never applied
@@ -116,3 +117,10 @@ def test_owned_objects_map_to_the_order_in_their_label_and_classes_fan_out() -> 
     klass = {"metadata": {"name": "c"}}
     assert wiring.keys_for(Cache.CLASSES, klass, [order("a")]) == [("class", "", "c"), ("order", "ns", "a")]
     assert BY_CACHE[Cache.RECIPES].fanout is Fanout.EVERYTHING
+
+
+def test_a_namespace_event_requeues_the_orders_in_that_namespace_only() -> None:
+    """Its labels decide which classes its orders may use (a class's namespaceSelector)."""
+    ns = {"metadata": {"name": "ns", "labels": {"gpu": "yes"}}}
+    elsewhere = {**order("b"), "metadata": {**order("b")["metadata"], "namespace": "other"}}
+    assert wiring.keys_for(Cache.NAMESPACES, ns, [order("a"), elsewhere]) == [("order", "ns", "a")]

@@ -212,3 +212,30 @@ def test_all_problems_of_a_class_are_reported_at_once() -> None:
         "`spec.placement.selector`",
         "`spec.scaling.minReplicas`",
     ]
+
+
+@pytest.mark.parametrize(
+    ("selector", "problems"),
+    [
+        pytest.param({"matchLabels": {"kubernetes.io/metadata.name": "support"}}, [], id="a valid selector"),
+        pytest.param(
+            {"matchExpressions": [{"key": "team", "operator": "In"}]},
+            [
+                "`spec.namespaceSelector.matchExpressions[0].values`: must list at least one value when `operator` is `In`"
+            ],
+            id="In without values",
+        ),
+        pytest.param(
+            {"matchLabels": {"team": "no spaces"}},
+            ['`spec.namespaceSelector.matchLabels.team`: must be a label value, not "no spaces"'],
+            id="a bad label value",
+        ),
+        pytest.param(
+            "team=support",
+            ['`spec.namespaceSelector`: must be an object (a label selector), not "team=support"'],
+            id="a selector string",
+        ),
+    ],
+)
+def test_the_namespace_selector_is_checked_with_its_path(selector: Any, problems: list[str]) -> None:
+    assert class_problems(make_class(spec__namespaceSelector=selector)) == problems
