@@ -18,13 +18,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from controller.config.settings import Settings, SettingsError, parse_settings
 from controller.health import HealthServer
 from controller.kube import apply as kapi
 from controller.kube import errors as kerr
 from controller.kube.client import load_api_client
 from controller.kube.leader import LeaderElector
 from controller.manager import Controller
-from controller.settings import Settings, SettingsError, parse_settings
 
 log = logging.getLogger("controller")
 

@@ -22,13 +22,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller import render
-from controller.events import EventRecorder
+from controller.conditions.status import build_status, merge_patch, status_changed, transitions
 from controller.intents import Intents
 from controller.kube import apply as kapi
 from controller.kube import errors as kerr
+from controller.kube.events import EventRecorder
 from controller.metrics import ControllerMetrics
 from controller.snapshot import Snapshot
-from controller.status import build_status, merge_patch, status_changed, transitions
 from shared import names
 from shared import reasons as r
 from shared.conditions import false
@@ -49,7 +49,7 @@ class Done:
 class Actor:
     api: Any
     metrics: ControllerMetrics
-    # Events go through the recorder, off the worker, when there is one (controller/events.py).
+    # Events go through the recorder, off the worker, when there is one (controller/kube/events.py).
     recorder: EventRecorder | None = None
 
     def act(self, s: Snapshot, intents: Intents) -> Done:
@@ -74,7 +74,7 @@ class Actor:
     def _mint_token(self, s: Snapshot) -> None:
         """The token is random (256 bits) and minted once; the order's own Secret is never replaced.
 
-        A Secret of the name that a previous order controls (``controller.auth_token``) is taken
+        A Secret of the name that a previous order controls (``controller.live.auth_token``) is taken
         over: new token, this order as its owner, conditional on the version observed. No token is
         minted for an order the API server no longer has under this uid (a cache behind a delete
         and create of the name): its Secret would belong to a ghost, and the garbage collector

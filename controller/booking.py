@@ -17,17 +17,18 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from controller import lapse, parsed, planning
+from controller import lapse, planning
 from controller.act import Done
+from controller.caching import parsed
 from controller.intents import Intents
 from controller.kinds import Cache
+from controller.live.workload import own_claim_names
 from controller.metrics import ControllerMetrics
 from controller.observe import Observer
 from controller.planner import LaunchPlan, PlanOutcome, PlanRequest, plan_order
 from controller.planner.inventory import Inventory
 from controller.planner.ledger import ClaimShape, Ledger, OrderKey, Use, shape_of, use_of
 from controller.planner.reserve import devices_for
-from controller.readings import own_claim_names
 from controller.render.claim import claim_devices
 from controller.snapshot import Planning, Snapshot
 from shared import names

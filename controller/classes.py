@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from controller import class_access, resolve
+from controller.conditions import class_access, resolve
 from controller.kinds import Cache
 from controller.kube import apply as kapi
 from shared import reasons as r

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller import desired, lapse, lineage, planning, progress, readings, render, resolve, takeover
+from controller import desired, lapse, planning, render
+from controller.conditions import resolve
+from controller.conditions.status import StatusFields
 from controller.intents import Delete, Intents, ProbeRequest, ScrapeRequest
+from controller.live import lineage, progress, takeover
+from controller.live import workload as readings
 from controller.planner import LaunchPlan
 from controller.snapshot import Planning, Snapshot
-from controller.status import StatusFields
 from shared import names
 from shared import reasons as r
 from shared.api.order import Constraints, Endpoint, ResolvedModel
@@ -213,8 +216,8 @@ def _judge_workload(s: Snapshot, d: _Draft, token: str | None) -> None:
 
 def _download_progress(s: Snapshot, d: _Draft, v: Verdict) -> Verdict:
     """While a pod's fetcher runs: ask for a scrape when one is due, and say how far the download
-    is when the progress book has a fresh record of that pod (``controller.progress``). Only the
-    pods of the order's own workload are scraped (``controller.lineage``)."""
+    is when the progress book has a fresh record of that pod (``controller.live.progress``). Only the
+    pods of the order's own workload are scraped (``controller.live.lineage``)."""
     own = lineage.own_workload_uid(s.deployment, s.order.metadata.uid)
     pod = progress.fetching_pod(lineage.own_pods(s.pods, own, s.links))
     if pod is None:

@@ -1,7 +1,7 @@
 """desired: the workload objects an order's plan wants, and which of them to apply. Pure.
 
 Each rendered object carries the applied-hash annotation, a digest of its canonical JSON; a live
-object with the same hash is applied again only when someone edited it (``controller.drift``).
+object with the same hash is applied again only when someone edited it (``controller.live.drift``).
 Rendering and hashing the workload on every reconcile was a quarter of the controller's CPU, and
 their inputs seldom change, so both results are memoized. The memo never changes an answer:
 
@@ -22,10 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from controller import drift, render
+from controller import render
+from controller.caching.memo import Memo
 from controller.intents import Delete
 from controller.kinds import PRUNED
-from controller.memo import Memo
+from controller.live import drift
 from controller.planner import LaunchPlan
 from controller.snapshot import Snapshot
 from shared import names
@@ -41,7 +42,7 @@ Obj = dict[str, Any]
 @dataclass(frozen=True, slots=True)
 class Wanted:
     """What the plan wants done: objects to apply (copies), drift events, owned objects to prune,
-    and the (apiVersion, kind, name) of every object of the plan (``controller.takeover``)."""
+    and the (apiVersion, kind, name) of every object of the plan (``controller.live.takeover``)."""
 
     apply: tuple[Obj, ...]
     events: tuple[tuple[str, str, str], ...]
@@ -118,7 +119,7 @@ def remember(
 
 def last_names(order: tuple[str, str, str]) -> tuple[tuple[str, str, str], ...]:
     """(apiVersion, kind, name) of what the last render for the order (namespace, name, uid)
-    wanted; empty when none is remembered. Observe reads these names (``controller.takeover``)."""
+    wanted; empty when none is remembered. Observe reads these names (``controller.live.takeover``)."""
     hit = _RENDERED.get(order)
     if hit is None:
         return ()

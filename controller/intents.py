@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller.conditions.status import StatusFields
 from controller.planner import LaunchPlan
-from controller.status import StatusFields
 from shared.conditions import Verdict
 
 

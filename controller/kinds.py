@@ -4,7 +4,7 @@ Each entry says where the kind lives, which objects of it are cached (a label se
 event on one of them maps to reconcile keys (``Fanout``), whether the order owns objects of it
 (and so whether the controller prunes the ones a plan no longer wants), and whether its API may be
 missing (cert-manager, the catalog) without holding the start, and what the informer keeps of each
-object (``transform``, ``controller.slim``).
+object (``transform``, ``controller.caching.slim``).
 
 Adding an owned kind is one new row here; ``Cache`` names the caches, so a misspelt cache is a
 type error, and ``store.Store`` raises on a cache that is not watched.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from controller import slim
+from controller.caching import slim
 from shared import names
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from controller import readings, render
+from controller import render
+from controller.live import workload as readings
 from controller.planner import LaunchPlan
 from controller.snapshot import Snapshot
 from shared import reasons as r

@@ -17,22 +17,22 @@ from prometheus_client import CollectorRegistry
 
 from controller import wiring
 from controller.act import Actor
-from controller.events import EventRecorder
-from controller.factstore import ConfigMapFactsStore
-from controller.hub import HubClient
+from controller.config.settings import Settings
 from controller.kinds import Cache, Fanout, watched
 from controller.kube import errors as kerr
 from controller.kube.client import RESOURCES, on_write
+from controller.kube.events import EventRecorder
 from controller.kube.informer import Informer
 from controller.kube.queue import WorkQueue
+from controller.live.probe import Prober
+from controller.live.probes import ProbeBook
+from controller.live.progress_book import ProgressBook
 from controller.metrics import ControllerMetrics
+from controller.modelhub.client import HubClient
+from controller.modelhub.store import ConfigMapFactsStore
 from controller.observe import Observer
 from controller.planner.ledger import Ledger
-from controller.probe import Prober
-from controller.probes import ProbeBook
-from controller.progress_book import ProgressBook
 from controller.reconciler import Reconciler
-from controller.settings import Settings
 from controller.store import Store
 
 log = logging.getLogger("controller")

@@ -16,18 +16,27 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller import class_access, desired, lineage, parsed, progress, render, resolve, takeover
-from controller.auth_token import read_auth
-from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelNotReady, ModelSourceUnavailable
+from controller import desired, render
+from controller.caching import parsed
+from controller.conditions import class_access, resolve
+from controller.config.settings import Settings
 from controller.kinds import OWNED, Cache
 from controller.kube import apply as kapi
 from controller.kube import errors as kerr
+from controller.live import lineage, progress, takeover
+from controller.live.auth_token import read_auth
+from controller.live.probes import ProbeBook
+from controller.live.progress_book import ProgressBook
+from controller.live.workload import own_claim_names, uses_claim_template
+from controller.modelhub.client import (
+    HubClient,
+    ModelAccessDenied,
+    ModelNotFound,
+    ModelNotReady,
+    ModelSourceUnavailable,
+)
 from controller.planner import LaunchPlan
 from controller.planner.ledger import Ledger
-from controller.probes import ProbeBook
-from controller.progress_book import ProgressBook
-from controller.readings import own_claim_names, uses_claim_template
-from controller.settings import Settings
 from controller.snapshot import Capacity, ModelObservation, Snapshot
 from controller.store import Store
 from shared import names
@@ -119,7 +128,7 @@ class Observer:
         self, order: InferenceService, owned: tuple[Obj, ...], *, wants_token: bool, in_force: bool
     ) -> dict[tuple[str, str], Obj | None]:
         """What holds the names the order writes and its caches lack, read by name
-        (``controller.takeover``): those its last render wanted, and ``<order>-auth`` while its
+        (``controller.live.takeover``): those its last render wanted, and ``<order>-auth`` while its
         token is to be minted (not before its first plan is in force: a new order's first pass
         writes only its plan)."""
         ns, meta = order.metadata.namespace or "", order.metadata
@@ -140,7 +149,7 @@ class Observer:
         return out
 
     def _links(self, ns: str, pods: tuple[Obj, ...]) -> dict[str, str]:
-        """The controller chain above the pods whose fetcher runs (``controller.lineage``); nothing
+        """The controller chain above the pods whose fetcher runs (``controller.live.lineage``); nothing
         is read while no fetcher runs."""
         starts = [p for p in pods if progress.fetching_pod([p]) is not None]
         if not starts:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller import lapse, readings, render
+from controller import lapse, render
+from controller.conditions.replan import PlanDecision, decide_plan
+from controller.live import workload as readings
 from controller.planner import LaunchPlan
-from controller.replan import PlanDecision, decide_plan
 from controller.snapshot import Planning, Snapshot
 from shared import reasons as r
 from shared.api.order import Resolved

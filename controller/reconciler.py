@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from controller import booking, decide, lapse, parsed
+from controller import booking, decide, lapse
 from controller.act import Actor
+from controller.caching import parsed
 from controller.classes import class_status
 from controller.kinds import Cache
 from controller.observe import Observer

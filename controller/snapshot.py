@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.facts import ModelFacts
+from controller.config.settings import Settings
+from controller.live.progress import FetchProgress
+from controller.model_facts.facts import ModelFacts
 from controller.planner import LaunchPlan, PlanOutcome
-from controller.progress import FetchProgress
-from controller.settings import Settings
 from shared.api.enums import EndpointType
 from shared.api.inference_class import InferenceServiceClass
 from shared.api.order import InferenceService
@@ -79,10 +79,10 @@ class Snapshot:
     claims_allocated: bool = False  # the pods of the plan in force have allocated claims
     stale_auth_version: str | None = None  # resourceVersion of a previous order's ``<order>-auth``
     fetch_progress: FetchProgress = field(default_factory=FetchProgress)  # the progress book's record
-    # uid -> its controller's uid, above the pods whose fetcher runs (``controller.lineage``)
+    # uid -> its controller's uid, above the pods whose fetcher runs (``controller.live.lineage``)
     links: Mapping[str, str] = field(default_factory=dict)
     # what observe read by name of the names the order writes and its caches lack (None: free);
-    # a name missing here is not written yet (``controller.takeover``)
+    # a name missing here is not written yet (``controller.live.takeover``)
     held: Mapping[tuple[str, str], Obj | None] = field(default_factory=dict)
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner import Inventory, PlanOutcome, PlanRequest, build_inventory, plan_order
 from devtools.cluster.fleet import default_fleet
 from shared.api.inference_class import InferenceServiceClassSpec

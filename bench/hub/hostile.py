@@ -30,8 +30,14 @@ import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 
-from controller.factcache import InMemoryFactsStore
-from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelNotReady, ModelSourceUnavailable
+from controller.modelhub.cache import InMemoryFactsStore
+from controller.modelhub.client import (
+    HubClient,
+    ModelAccessDenied,
+    ModelNotFound,
+    ModelNotReady,
+    ModelSourceUnavailable,
+)
 from standins.hub_mirror import DEFAULT_TOKEN
 from standins.hub_mirror.hostile import NAMES
 from standins.hub_mirror.repos import load_repos

@@ -17,8 +17,8 @@ import argparse
 import statistics
 import time
 
-from controller.factcache import InMemoryFactsStore
-from controller.hub import HubClient
+from controller.modelhub.cache import InMemoryFactsStore
+from controller.modelhub.client import HubClient
 from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror, start_mirror
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from bench.scale import orders as ord_
 from bench.scale.optimal_input import optimal_packing
 from bench.scale.packing import bundled_class, bundled_recipes, pack
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from devtools.cluster import fleet
 
 Obj = dict[str, Any]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.scale.optimal import GPU, MIG, Demand, Device, Optimum, solve
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner.estimate import estimate_memory
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.recipe import InferenceRecipe

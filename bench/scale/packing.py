@@ -13,9 +13,10 @@ from typing import Any
 
 import yaml
 
-from controller import render, resolve
-from controller.facts import ModelFacts
-from controller.hub import HubClient
+from controller import render
+from controller.conditions import resolve
+from controller.model_facts.facts import ModelFacts
+from controller.modelhub.client import HubClient
 from controller.planner import Inventory, PlanRequest, plan_order
 from controller.planner.inventory import DeviceKey
 from controller.planner.ledger import Ledger, Use, use_of

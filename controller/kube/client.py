@@ -68,7 +68,7 @@ _ALL = (
     _r("events.k8s.io/v1", "Event", "events"),
     _r("coordination.k8s.io/v1", "Lease", "leases"),
     _r("apps/v1", "Deployment", "deployments"),
-    _r("apps/v1", "ReplicaSet", "replicasets"),  # read by name: controller.lineage
+    _r("apps/v1", "ReplicaSet", "replicasets"),  # read by name: controller.live.lineage
     _r("apps/v1", "StatefulSet", "statefulsets"),
     _r("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkersets"),
     _r("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),

@@ -1,4 +1,4 @@
-"""What the platform learns about a Hugging Face model, from what ``controller.hub`` fetched. Pure.
+"""What the platform learns about a Hugging Face model, from what ``controller.modelhub.client`` fetched. Pure.
 
 - ``derive``: model info + config.json + tensor headers -> ``ModelFacts`` (``model_facts``);
 - ``gguf``: which GGUF file is served, its name's quantization, and its header's key/values;

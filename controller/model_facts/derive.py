@@ -1,6 +1,6 @@
 """Hugging Face model info + config.json + safetensors tensor metadata -> ``ModelFacts``. Pure.
 
-Called by ``controller.hub`` with what it fetched: the model-info document as the Hub API returns
+Called by ``controller.modelhub.client`` with what it fetched: the model-info document as the Hub API returns
 it (``pipeline_tag``, ``tags``, ``library_name``, ``gated``, ``siblings``, ``safetensors``,
 ``config``, ``gguf``), the repository's ``config.json`` (None when it has none, e.g. GGUF repos),
 the tensors listed in the safetensors headers (None when they were not read), and for GGUF
@@ -33,15 +33,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from controller.facts import ModelFacts
 from controller.model_facts.config import config_int, context_length, torch_dtype
 from controller.model_facts.errors import ModelFactsError
+from controller.model_facts.facts import ModelFacts
 from controller.model_facts.files import runtime_files, safetensors_weights
 from controller.model_facts.gguf import GGUF_ARCHITECTURES, config_from_gguf, gguf_quantization, pick_gguf
 from controller.model_facts.parameters import TensorMeta, dtype_counts, parameter_count
 from controller.model_facts.quantization import quantization
+from controller.model_facts.remote_code import needs_remote_code
 from controller.model_facts.sane import check_config, check_facts
-from controller.remote_code import needs_remote_code
 from shared.api.enums import EndpointType, ModelFormat
 
 ST_FILES = frozenset({"modules.json", "config_sentence_transformers.json"})

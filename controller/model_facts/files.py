@@ -24,7 +24,7 @@ The selection (``runtime_files``) is an allowlist, so whatever else a repository
   ``config_sentence_transformers.json``, ``sentence_bert_config.json``, and the module folders'
   (``1_Pooling/``, ``2_Dense/``...) ``*.json`` and ``*.safetensors``;
 - **remote code**: the root ``*.py`` files, only for a model that needs them (``auto_map`` to a
-  model type nothing built in knows; ``controller.remote_code``).
+  model type nothing built in knows; ``controller.model_facts.remote_code``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The header parser reads the metadata key/values at the start of a GGUF (v2/v3) file, as llama.cpp
 writes them: magic ``GGUF``, a uint32 version, uint64 tensor and key/value counts, then each key
-(a uint64-length string), a uint32 value type and the value. ``controller.hub`` fetches only the
+(a uint64-length string), a uint32 value type and the value. ``controller.modelhub.client`` fetches only the
 first bytes of the served file, so key/values cut off at the end are left out.
 """
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.facts import ModelFacts
 from controller.model_facts.errors import ImplausibleModelError
+from controller.model_facts.facts import ModelFacts
 
 MAX_PARAMETERS = 10**14
 MAX_BYTES = 2**50  # 1 PiB

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner.estimate import MemoryEstimate
 from controller.planner.groups import ClassGroups
 from controller.planner.placement import Candidate

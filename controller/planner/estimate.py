@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from shared.quantity import GIB
 
 MIN_SERVING_CONTEXT = 4096

@@ -13,7 +13,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner.estimate import MemoryEstimate
 from controller.planner.fleet import FleetGroups
 from controller.planner.inventory import Device, DeviceKey, Inventory

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from shared.api.recipe import InferenceRecipe
 from shared.cel import Semver
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from shared import names
 
 MODEL_PATH = f"{names.MODEL_MOUNT_PATH}/model"  # where the model fetcher downloads the repository

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner.estimate import disk_bytes
 from shared.quantity import GIB, to_quantity_gi
 

@@ -16,13 +16,13 @@ one field manager; nothing here reads the cluster.
 | ``ray`` | the NetworkPolicy of each group and Ray's token |
 | ``network`` | Service, HPA, Ingress, Certificate, the auth Secret |
 
-The class's exposure policy (endpoint, token, replica bounds) is ``controller.exposure``; it is
+The class's exposure policy (endpoint, token, replica bounds) is ``controller.render.exposure``; it is
 re-exported here for the reconciler.
 """
 
 from __future__ import annotations
 
-from controller.exposure import Endpoint, endpoint_for, probe_url, replica_bounds, requires_token
+from controller.config.settings import Settings
 from controller.render.claim import (
     claim_request,
     claim_template_name,
@@ -30,6 +30,7 @@ from controller.render.claim import (
     sharing_config,
 )
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, owner_reference
+from controller.render.exposure import Endpoint, endpoint_for, probe_url, replica_bounds, requires_token
 from controller.render.fetch import FetchSpec, fetch_spec
 from controller.render.group import (
     claim_templates,
@@ -41,7 +42,6 @@ from controller.render.group import (
 )
 from controller.render.network import auth_secret, autoscaler, certificate, ingress, service
 from controller.render.workload import deployment, keep_volume_fields, model_volume, model_volume_name
-from controller.settings import Settings
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
 

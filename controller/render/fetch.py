@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from controller.facts import ModelFacts, hub_repo
+from controller.model_facts.facts import ModelFacts, hub_repo
 from controller.model_facts.files import (
     CONFIG_FILES,
     SENTENCE_TRANSFORMERS_FILES,

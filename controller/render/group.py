@@ -25,13 +25,13 @@ pod restarts the whole group, since a pipeline stage cannot rejoin a running vLL
 
 from __future__ import annotations
 
-from controller.exposure import replica_bounds, requires_token
+from controller.config.settings import Settings
 from controller.render.claim import claim_devices, claim_template_name
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta, template_annotations
+from controller.render.exposure import replica_bounds, requires_token
 from controller.render.fetch import FetchSpec
 from controller.render.pod import pod_spec
 from controller.render.ray import auth_env, network_policies
-from controller.settings import Settings
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService

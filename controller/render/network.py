@@ -3,9 +3,9 @@ the ``<order>-auth`` Secret. Pure: order and policy in, manifests out."""
 
 from __future__ import annotations
 
-from controller.exposure import Endpoint, replica_bounds
+from controller.config.settings import Settings
 from controller.render.common import Obj, meta
-from controller.settings import Settings
+from controller.render.exposure import Endpoint, replica_bounds
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService

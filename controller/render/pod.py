@@ -26,11 +26,11 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
+from controller.config.settings import Settings
 from controller.render import timing
 from controller.render.claim import claim_template_name
 from controller.render.common import Obj, PlanView
 from controller.render.fetch import FetchSpec
-from controller.settings import Settings
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 
+from controller.config.settings import Settings
 from controller.render.common import Obj
-from controller.settings import Settings
 from shared import names
 
 MIB = 2**20

@@ -9,12 +9,12 @@ pod taken down before its successor is Ready (``maxUnavailable: 0``).
 
 from __future__ import annotations
 
-from controller.exposure import requires_token
+from controller.config.settings import Settings
 from controller.render import timing
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta, template_annotations
+from controller.render.exposure import requires_token
 from controller.render.fetch import FetchSpec
 from controller.render.pod import pod_spec
-from controller.settings import Settings
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.settings import parse_settings
+from controller.config.settings import parse_settings
 from devtools.cluster import fleet, launcher
 from devtools.cluster.components.cert_manager import crds_dir
 from devtools.cluster.handle import Kubectl

@@ -1,6 +1,6 @@
 """What the real API server stores for our rendered workload is not drift.
 
-``controller/drift.py`` compares what we would apply with what is stored. If the server's
+``controller/live/drift.py`` compares what we would apply with what is stored. If the server's
 defaulting or canonical forms looked like a change, the controller would re-apply and record a
 DriftCorrected Event on every reconcile. This applies each checked kind (server-side, dry run:
 admission and defaulting run, nothing is kept) and compares.
@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from controller import drift, render
+from controller import render
 from controller.kube import apply as kapi
 from controller.kube.client import load_api_client
+from controller.live import drift
 from devtools.cluster.handle import Cluster
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import SETTINGS, Plan

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from controller import render
-from controller.progress import FetchingPod, FetchProgress, message_for
-from controller.progress_book import ProgressBook
+from controller.live.progress import FetchingPod, FetchProgress, message_for
+from controller.live.progress_book import ProgressBook
 from shared import names
 from standins.hub_mirror import RunningMirror, start_mirror
 from testkit.planner import inventory_of, plan, small_fleet

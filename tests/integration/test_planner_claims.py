@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner import Inventory, PlanOutcome, build_inventory, plan_order
 from devtools.cluster import fleet
 from devtools.cluster.handle import Kubectl

@@ -21,7 +21,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from controller import render
-from controller.settings import parse_settings
+from controller.config.settings import parse_settings
 from devtools.cluster.components.cert_manager import crds_dir
 from devtools.cluster.handle import Kubectl
 from tests.integration.conftest import ROOT, wait_for

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from kubernetes import client as k8s
 
-from controller.probe import Prober
+from controller.live.probe import Prober
 from devtools.cluster.handle import Cluster
 from standins.runtime import RunningRuntime, make_ca, make_server_pair, start_runtime
 from standins.runtime.endpoint_tls import leaf_serial

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.hub import HubClient
+from controller.modelhub.client import HubClient
 from standins.hub_mirror import RunningMirror, start_mirror
 
 QWEN_7B = "Qwen/Qwen2.5-7B-Instruct"  # 4 shards: info + config + index + 4 ranges = 7 requests

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.settings import _KEYS as SETTINGS_KEYS
-from controller.settings import parse_settings
+from controller.config.settings import _KEYS as SETTINGS_KEYS
+from controller.config.settings import parse_settings
 from shared.api.base import ApiModel
 from shared.api.inference_class import InferenceServiceClass
 from shared.api.order import InferenceService

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller import render, resolve
-from controller.facts import ModelFacts
+from controller import render
+from controller.conditions import resolve
+from controller.model_facts.facts import ModelFacts
 from controller.model_facts.files import total_bytes
 from shared import reasons as r
 from shared.quantity import parse_bytes

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from controller.hub import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
+from controller.modelhub.client import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror
 from tests.unit.hub_support import LLAMA_8B, QWEN_7B, Clock, hub_mirror, make_client, mirror
 

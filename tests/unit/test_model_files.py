@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from controller.facts import ModelFacts
 from controller.model_facts import model_facts, parse_gguf_header, sibling_sizes
+from controller.model_facts.facts import ModelFacts
 from controller.model_facts.files import runtime_files, total_bytes
 from controller.planner.volume import volume_bytes, volume_quantity
 from controller.render.fetch import compact, escape, fetch_spec, include_patterns

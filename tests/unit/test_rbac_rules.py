@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from controller import render
+from controller.config.settings import Settings
 from controller.kinds import PRUNED as PRUNED_KINDS
-from controller.settings import Settings
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import Plan
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.factstore import NAME as FACTS
+from controller.modelhub.store import NAME as FACTS
 from shared.api.order import InferenceService
 from testkit.platform import NS, Platform, controller_writes, hf
 from tests.integration.conftest import wait_for
@@ -123,11 +123,11 @@ def test_a_409_on_status_is_retried_without_losing_the_other_writers_change(
     platform: Platform, ns: str
 ) -> None:
     from controller.__main__ import parse_args
+    from controller.config.settings import parse_settings
     from controller.kinds import Cache
     from controller.kube import errors as kerr
     from controller.kube.client import load_api_client
     from controller.manager import Controller
-    from controller.settings import parse_settings
 
     platform.create_order(ns, "racy", hf(SMALL))
     platform.wait_phase(ns, "racy", "Ready", timeout=90)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from shared.api.inference_class import InferenceServiceClass
 from shared.api.order import InferenceService
 

@@ -25,15 +25,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller import render
+from controller.conditions.replan import PlanDecision
+from controller.conditions.status import build_status
+from controller.config.settings import Settings
 from controller.decide import decide
-from controller.facts import ModelFacts
 from controller.intents import Intents
+from controller.model_facts.facts import ModelFacts
 from controller.planner import Inventory, LaunchPlan, PlanOutcome, PlanRequest, plan_order
 from controller.planning import plan_decision
-from controller.replan import PlanDecision
-from controller.settings import Settings
 from controller.snapshot import Capacity, ModelObservation, Planning, ProbeState, Snapshot
-from controller.status import build_status
 from shared import reasons as r
 from shared.api.condition import Condition
 from shared.api.inference_class import InferenceServiceClass

@@ -1,11 +1,11 @@
-"""Whose token is in the ``<order>-auth`` Secret (controller.auth_token)."""
+"""Whose token is in the ``<order>-auth`` Secret (controller.live.auth_token)."""
 
 from __future__ import annotations
 
 import base64
 from typing import Any
 
-from controller.auth_token import AuthReading, read_auth
+from controller.live.auth_token import AuthReading, read_auth
 
 
 def secret(owner_uid: str | None, token: str | None = "tok", version: str = "41") -> dict[str, Any]:

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from controller import bounded_http
-from controller.probe import Prober
-from controller.progress_book import ProgressBook
+from controller.live import bounded_http
+from controller.live.probe import Prober
+from controller.live.progress_book import ProgressBook
 
 Serve = Callable[[socket.socket], None]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.cert_lifetime import go_duration_seconds, lifetime_problem
-from controller.settings import SettingsError, parse_settings
+from controller.config.cert_lifetime import go_duration_seconds, lifetime_problem
+from controller.config.settings import SettingsError, parse_settings
 
 
 @pytest.mark.parametrize(

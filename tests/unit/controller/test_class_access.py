@@ -8,10 +8,11 @@ import builtins
 from typing import Any
 from unittest import mock
 
-from controller import class_access, resolve, slim
+from controller.caching import slim
+from controller.conditions import class_access, resolve
+from controller.config.settings import Settings
 from controller.kinds import KINDS, Cache
 from controller.observe import Observer
-from controller.settings import Settings
 from controller.store import Store
 from shared import reasons as r
 from tests.unit.controller.builders import make_class, make_order

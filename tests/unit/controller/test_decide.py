@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from controller import drift
 from controller.decide import APPLIED_HASH, decide
 from controller.intents import Intents
+from controller.live import drift
 from controller.planner import LaunchPlan
 from controller.planning import plan_decision
 from controller.snapshot import Capacity, ModelObservation, Planning, ProbeState, Snapshot
@@ -169,7 +169,7 @@ def test_a_new_order_records_its_plan_first_then_applies_its_workload() -> None:
 
 def test_a_stale_auth_secret_of_a_previous_order_of_the_name_gets_a_token_minted_for_this_one() -> None:
     """The token is minted with the workload's apply (the pass after Planned), into a Secret of the
-    name only when an earlier order of the name controls it (``controller.takeover``)."""
+    name only when an earlier order of the name controls it (``controller.live.takeover``)."""
     previous: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Secret",

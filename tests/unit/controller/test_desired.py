@@ -1,7 +1,7 @@
 """The memoized desired workload (``controller.desired``) answers exactly as rendering afresh would:
 a changed input (order spec or uid, class, plan, settings, fetch) is rendered again, what a caller
 does to an applied object never reaches a later answer, and drift is found once the live object
-changes. The parse memo (``controller.parsed``) answers per uid and resourceVersion."""
+changes. The parse memo (``controller.caching.parsed``) answers per uid and resourceVersion."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from controller import desired, drift, parsed, render
-from controller.memo import Memo
+from controller import desired, render
+from controller.caching import parsed
+from controller.caching.memo import Memo
+from controller.live import drift
 from controller.planner import LaunchPlan
 from controller.snapshot import Snapshot
 from shared import names

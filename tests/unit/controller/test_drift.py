@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from controller.drift import drifted
+from controller.live.drift import drifted
 
 Obj = dict[str, Any]
 

@@ -7,7 +7,7 @@ import threading
 from datetime import datetime
 from typing import Any
 
-from controller.events import EventRecorder
+from controller.kube.events import EventRecorder
 
 Obj = dict[str, Any]
 ORDER: Obj = {"apiVersion": "ai.deckhouse.io/v1alpha1", "kind": "InferenceService", "metadata": {"name": "a"}}

@@ -1,4 +1,4 @@
-"""TtlLru and SingleFlight (controller.factcache)."""
+"""TtlLru and SingleFlight (controller.modelhub.cache)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from controller.factcache import SingleFlight, TtlLru
+from controller.modelhub.cache import SingleFlight, TtlLru
 
 
 class Clock:

@@ -1,5 +1,5 @@
 """The facts ConfigMap is bounded: least recently used keys are removed in the same merge patch, and
-facts too heavy for it are not kept (controller.factstore)."""
+facts too heavy for it are not kept (controller.modelhub.store)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from controller import factstore
-from controller.facts import ModelFacts
-from controller.factstore import ConfigMapFactsStore, key_of
 from controller.kube import apply as kapi
 from controller.kube import errors as kerr
+from controller.model_facts.facts import ModelFacts
+from controller.modelhub import store as factstore
+from controller.modelhub.store import ConfigMapFactsStore, key_of
 
 
 class FakeConfigMap:

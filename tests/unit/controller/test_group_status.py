@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.readings import workload_verdict
+from controller.live.workload import workload_verdict
 from shared import reasons as r
 
 SET = "big-group"

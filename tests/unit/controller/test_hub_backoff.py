@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from controller.hub import HubClient, ModelSourceUnavailable
+from controller.modelhub.client import HubClient, ModelSourceUnavailable
 from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror
 from tests.unit.hub_support import QWEN_7B, Clock, hub_mirror, make_client, mirror
 

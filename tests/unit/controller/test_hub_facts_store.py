@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from controller.factcache import InMemoryFactsStore
-from controller.facts import ModelFacts
-from controller.hub import ModelAccessDenied, ModelSourceUnavailable
+from controller.model_facts.facts import ModelFacts
+from controller.modelhub.cache import InMemoryFactsStore
+from controller.modelhub.client import ModelAccessDenied, ModelSourceUnavailable
 from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror
 from tests.unit.hub_support import LLAMA_8B, QWEN_7B, hub_mirror, make_client, mirror
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from controller import hub_errors, hub_exceptions
+from controller.modelhub import errors as hub_errors
+from controller.modelhub import exceptions as hub_exceptions
 
 
 def _modules_after(code: str) -> set[str]:
@@ -20,7 +21,7 @@ def _modules_after(code: str) -> set[str]:
 
 def test_the_controller_starts_without_huggingface_hub() -> None:
     loaded = _modules_after(
-        "import controller.__main__\nfrom controller.hub import HubClient\nHubClient(endpoint='http://127.0.0.1:9')"
+        "import controller.__main__\nfrom controller.modelhub.client import HubClient\nHubClient(endpoint='http://127.0.0.1:9')"
     )
     assert "controller.manager" in loaded
     assert "huggingface_hub" not in loaded
@@ -29,7 +30,7 @@ def test_the_controller_starts_without_huggingface_hub() -> None:
 
 def test_the_first_hub_request_imports_it() -> None:
     loaded = _modules_after(
-        "from controller.hub import HubClient\nHubClient(endpoint='http://127.0.0.1:9')._requests"
+        "from controller.modelhub.client import HubClient\nHubClient(endpoint='http://127.0.0.1:9')._requests"
     )
     assert "huggingface_hub" in loaded
 

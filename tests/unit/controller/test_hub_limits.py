@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
-from controller.hub import HubClient, HubLimits, ModelNotReady
-from controller.hub_read import get_bounded
+from controller.modelhub.client import HubClient, HubLimits, ModelNotReady
+from controller.modelhub.read import get_bounded
 from standins.hub_mirror import RunningMirror, start_mirror
 from tests.unit.hub_support import Clock
 

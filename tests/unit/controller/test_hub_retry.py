@@ -1,4 +1,4 @@
-"""Retry-After parsing and the backoff delays (controller.hub_retry), as pure functions."""
+"""Retry-After parsing and the backoff delays (controller.modelhub.retry), as pure functions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import email.utils
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.hub_retry import RetryPolicy, backoff_delay, parse_retry_after
+from controller.modelhub.retry import RetryPolicy, backoff_delay, parse_retry_after
 
 NOW = 1_700_000_000.0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller import lineage
+from controller.live import lineage
 
 Obj = dict[str, Any]
 

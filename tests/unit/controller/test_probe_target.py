@@ -4,9 +4,9 @@ shared ingress (whose same-host rules in another namespace would receive the Bea
 from __future__ import annotations
 
 from controller import render
+from controller.config.settings import Settings
 from controller.decide import decide
 from controller.planning import plan_decision
-from controller.settings import Settings
 from controller.snapshot import ProbeState
 from shared.api.inference_class import InferenceServiceClass
 from tests.unit.controller.builders import make_order

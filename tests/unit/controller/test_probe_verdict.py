@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller import decide
-from controller.settings import Settings
+from controller.config.settings import Settings
 from controller.snapshot import ProbeState, Snapshot
 from shared import reasons as r
 from tests.unit.controller.builders import make_order

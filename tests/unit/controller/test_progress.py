@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from controller import progress
+from controller.live import progress
+from controller.live.progress import FetchingPod, FetchProgress, Sample, add_sample, parse_metrics, rate
 from controller.planning import plan_decision
-from controller.progress import FetchingPod, FetchProgress, Sample, add_sample, parse_metrics, rate
 from controller.render.fetcher_program import metrics_text
 from shared import reasons as r
 from tests.unit.controller.snapshots import (

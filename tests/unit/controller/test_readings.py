@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller import readings as observe
+from controller.live import workload as observe
 from shared import reasons as r
 
 T = "2026-01-01T00:00:00Z"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller import resolve
+from controller.conditions import resolve
+from controller.model_facts.remote_code import needs_remote_code
 from controller.planner.recipes import model_recipes
-from controller.remote_code import needs_remote_code
 from shared import reasons
 from testkit.mirror_facts import facts_of
 from testkit.planner import LLAMA_8B, fleet_inventory, make_recipe, plan

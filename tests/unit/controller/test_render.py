@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from controller import render
-from controller.settings import Settings
+from controller.config.settings import Settings
 from shared import names
 from tests.unit.controller.builders import make_class, make_order
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from controller import render
+from controller.config.settings import Settings, parse_settings
 from controller.render import timing
 from controller.render.pod import shm_size
-from controller.settings import Settings, parse_settings
 from shared.quantity import GIB
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import SETTINGS, Plan

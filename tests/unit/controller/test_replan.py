@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.replan import decide_plan
+from controller.conditions.replan import decide_plan
 from shared.api.order import Resolved
 
 BASIS = Resolved(order_generation=1, class_generation=1, replan_count=0)

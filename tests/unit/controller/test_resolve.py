@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller import resolve
+from controller.conditions import resolve
 from shared import reasons as r
 from tests.unit.controller.builders import make_class, make_facts, make_order
 

@@ -8,7 +8,7 @@ import pathlib
 import pytest
 import yaml
 
-from controller.settings import Settings, SettingsError, parse_settings
+from controller.config.settings import Settings, SettingsError, parse_settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 

@@ -1,4 +1,4 @@
-"""What the informers keep of each watched object (``controller.slim``): nothing a reader uses is
+"""What the informers keep of each watched object (``controller.caching.slim``): nothing a reader uses is
 dropped. The live objects are a Pod, a ResourceClaim and a Deployment read from the scale
 benchmark's plane (``live_objects.json``), managedFields included."""
 
@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
-from controller import group_status, kinds, progress, readings, slim, wiring
+from controller import kinds, wiring
+from controller.caching import slim
 from controller.kinds import Cache
 from controller.kube.client import resource_for
 from controller.kube.informer import Informer
+from controller.live import group_status, progress
+from controller.live import workload as readings
 from controller.planner.claims import read_claim
 from controller.planner.slices import parse_slice
 from controller.planner.uses import claim_use
@@ -234,8 +237,8 @@ def labelled_secret(name: str, size: int, **meta: Any) -> Obj:
 
 
 def test_a_secret_keeps_only_what_the_auth_reading_and_the_name_check_read() -> None:
-    from controller import takeover
-    from controller.auth_token import read_auth
+    from controller.live import takeover
+    from controller.live.auth_token import read_auth
     from tests.unit.controller.builders import make_order
 
     big = slim.secret(labelled_secret("web-auth", 1 << 20))

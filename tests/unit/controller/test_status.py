@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.status import StatusFields, build_status, status_changed, transitions
+from controller.conditions.status import StatusFields, build_status, status_changed, transitions
 from shared import reasons as r
 from shared.api.order import Endpoint
 from shared.conditions import false, true
@@ -66,7 +66,7 @@ def test_a_workload_on_its_way_is_a_normal_event_and_a_failed_one_a_warning() ->
 
 
 def test_the_status_patch_clears_what_the_new_status_no_longer_has() -> None:
-    from controller.status import merge_patch
+    from controller.conditions.status import merge_patch
 
     old = {"phase": "Ready", "authSecretName": "x-auth", "resolved": {"cpu": "4", "sharePercent": 50}}
     new = {"phase": "Ready", "resolved": {"cpu": "4"}}

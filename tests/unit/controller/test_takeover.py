@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controller import takeover
+from controller.live import takeover
 from controller.planning import plan_decision
 from shared import reasons as r
 from tests.unit.controller.snapshots import (

@@ -1,7 +1,7 @@
 """Every write request the controller's client sends is reported once, with its kind and verb,
 whoever sends it: the workload apply, the status patch, the token Secret, the model-facts ConfigMap,
 an Event, the Lease. The fake is the HTTP pool, below ``controller.kube.client``; everything above
-it (``controller.kube.apply``, ``controller.factstore``) is the production code."""
+it (``controller.kube.apply``, ``controller.modelhub.store``) is the production code."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from controller.factstore import NAME, ConfigMapFactsStore
 from controller.kube import apply as kapi
 from controller.kube import errors
 from controller.kube.client import on_write, request, write_label
+from controller.modelhub.store import NAME, ConfigMapFactsStore
 from testkit.planner import LLAMA_8B
 
 
@@ -145,8 +145,8 @@ def test_the_assembled_controller_counts_its_facts_and_event_writes_on_its_metri
     from prometheus_client import generate_latest
 
     from controller.__main__ import parse_args
+    from controller.config.settings import parse_settings
     from controller.manager import Controller
-    from controller.settings import parse_settings
 
     # the store's one read (404), its patch (404), its create, the Event
     api = FakeApi((404, {"reason": "NotFound"}), (404, {"reason": "NotFound"}), (201, {}), (201, {}))

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner.inventory import Device, DeviceKey, Inventory
 from controller.planner.launch import LaunchPlan, PlanOutcome, PlanRequest
 from shared import reasons

@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from shared import names
 from shared.api.recipe import InferenceRecipe
 from shared.cel import Semver

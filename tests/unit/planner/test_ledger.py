@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner import Inventory, LaunchPlan, PlanOutcome, plan_order
 from controller.planner.estimate import estimate_memory
 from controller.planner.inventory import Device, DeviceKey

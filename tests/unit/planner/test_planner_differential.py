@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner import Inventory, build_inventory, plan_order
 from controller.planner.ledger import Ledger
 from shared.api.inference_class import InferenceServiceClassSpec

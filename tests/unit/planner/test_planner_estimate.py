@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner.estimate import (
     MIN_SERVING_CONTEXT,
     bytes_per_parameter,

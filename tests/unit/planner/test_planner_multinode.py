@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner import PlanOutcome
 from controller.planner.estimate import estimate_memory
 from controller.planner.multinode import stage_fraction

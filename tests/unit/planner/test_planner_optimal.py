@@ -21,7 +21,7 @@ from bench.scale import orders as ord_
 from bench.scale.optimal import check, solve
 from bench.scale.optimal_input import class_kinds, demand_of, devices_of, optimal_packing
 from bench.scale.packing import Packing, bundled_class, bundled_recipes, pack
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from devtools.cluster import fleet
 from shared.api.inference_class import InferenceServiceClassSpec
 from testkit.mirror_facts import facts_of

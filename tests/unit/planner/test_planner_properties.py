@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner import Inventory, build_inventory, plan_order
 from controller.planner.inventory import DeviceKey
 from shared.api.inference_class import InferenceServiceClassSpec

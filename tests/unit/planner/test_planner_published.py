@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from controller.planner.estimate import estimate_memory, kv_bytes_per_token, weight_bytes
 from testkit.planner import (
     LLAMA_8B,

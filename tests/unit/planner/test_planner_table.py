@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 from shared import reasons
 from testkit.planner import (
     BGE_LARGE,

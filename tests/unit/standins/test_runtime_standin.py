@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from controller.probe import Prober
+from controller.live.probe import Prober
 from standins.runtime import RunningRuntime, make_ca, make_server_pair, start_runtime
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from controller.cert_lifetime import lifetime_problem
+from controller.config.cert_lifetime import lifetime_problem
 from shared.api.scheduling import Toleration
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
@@ -39,7 +39,7 @@ class Settings(BaseModel):
     # port-forward; empty in production.
     probe_address_override: str = ""
     # The controller scrapes the model fetcher's download progress at this host:port instead of the
-    # pod's IP and port 9090 (controller.progress_book). For a local plane; empty in production.
+    # pod's IP and port 9090 (controller.live.progress_book). For a local plane; empty in production.
     model_fetcher_metrics_address_override: str = ""
     # PEM bundle the probe verifies endpoint certificates against (the platform CA).
     platform_ca_file: str = ""

@@ -17,8 +17,8 @@ import httpx2
 from huggingface_hub import get_session, hf_hub_url, hf_raise_for_status
 from huggingface_hub.utils._headers import build_hf_headers
 
-from controller.hub_exceptions import ModelNotReady
-from controller.hub_limits import HubLimits, header_length, parse_json, too_large
+from controller.modelhub.exceptions import ModelNotReady
+from controller.modelhub.limits import HubLimits, header_length, parse_json, too_large
 
 FIRST_READ = 100_000
 """The first read of a safetensors file (as huggingface_hub does): most headers fit in it."""
@@ -113,7 +113,7 @@ class BoundedReader:
         range_: tuple[int, int] | None = None,
         keep: int | None = None,
     ) -> bytes:
-        """One bounded GET (``controller.hub_read``); beyond ``limit``, ModelNotReady naming ``what``."""
+        """One bounded GET (``controller.modelhub.read``); beyond ``limit``, ModelNotReady naming ``what``."""
         headers = dict(build_hf_headers(token=token or False))
         if range_ is not None:
             headers["Range"] = f"bytes={range_[0]}-{range_[1]}"

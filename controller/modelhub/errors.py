@@ -18,8 +18,8 @@ from huggingface_hub.errors import (
     SafetensorsParsingError,
 )
 
-from controller.hub_exceptions import ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
-from controller.hub_retry import parse_retry_after
+from controller.modelhub.exceptions import ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
+from controller.modelhub.retry import parse_retry_after
 
 __all__ = [
     "ModelAccessDenied",

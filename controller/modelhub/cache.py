@@ -9,7 +9,7 @@ them, so it does not grow with the keys ever seen.
 
 A commit never changes, so the facts of (repo, commit sha) are true forever: ``HubClient`` asks its
 process cache first, then its ``FactsStore`` (which outlives the process and is shared by replicas:
-``controller.factstore`` keeps facts in ConfigMaps), and only then the Hub; what it fetches from the
+``controller.modelhub.store`` keeps facts in ConfigMaps), and only then the Hub; what it fetches from the
 Hub it puts into both. ``InMemoryFactsStore`` is the in-process implementation, for tests and the
 bench.
 """
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from controller.facts import ModelFacts
+from controller.model_facts.facts import ModelFacts
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")

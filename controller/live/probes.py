@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from controller.probe import Prober
+from controller.live.probe import Prober
 from controller.snapshot import ProbeState
 
 Key = tuple[str, str]

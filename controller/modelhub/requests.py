@@ -1,15 +1,15 @@
 """The HTTP requests to the Hub, each bounded and translated. I/O edge.
 
 ``HubRequests.call`` runs one request and never waits: any failure leaves at once as
-``ModelNotFound``, ``ModelAccessDenied``, ``ModelSourceUnavailable`` (``controller.hub_errors``) or
-``ModelNotReady`` (a bound passed, ``controller.hub_limits``), and ``controller.hub`` decides when the
+``ModelNotFound``, ``ModelAccessDenied``, ``ModelSourceUnavailable`` (``controller.modelhub.errors``) or
+``ModelNotReady`` (a bound passed, ``controller.modelhub.limits``), and ``controller.modelhub.client`` decides when the
 order asks again, so a rate limit never holds a worker. ``on_call(outcome)`` is called once per HTTP
 request made. A ``Retry-After`` closes the gate of the token it was answered to (anonymous calls share
 one) until it has passed: a rate limit is the account's, so the other calls of that account fail fast
 instead of spending requests that would be refused too, and other accounts are not held back.
 
-``build`` makes the requests that give the facts of one commit (see ``controller.hub`` for what they
-cost); every body is streamed within the ``HubLimits`` (``controller.hub_read``).
+``build`` makes the requests that give the facts of one commit (see ``controller.modelhub.client`` for what they
+cost); every body is streamed within the ``HubLimits`` (``controller.modelhub.read``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,6 @@ from urllib.parse import quote
 from huggingface_hub import get_hf_file_metadata, hf_hub_url
 from huggingface_hub.hf_api import ModelInfo
 
-from controller.facts import ModelFacts
-from controller.hub_errors import translate
-from controller.hub_exceptions import ModelNotFound, ModelNotReady, ModelSourceUnavailable
-from controller.hub_limits import HubLimits, parse_header, parse_json, shard_names, too_large
-from controller.hub_read import BoundedReader
 from controller.model_facts import (
     ImplausibleModelError,
     ModelFactsError,
@@ -40,7 +35,12 @@ from controller.model_facts import (
     sibling_sizes,
     weight_format,
 )
+from controller.model_facts.facts import ModelFacts
 from controller.model_facts.sane import check_config
+from controller.modelhub.errors import translate
+from controller.modelhub.exceptions import ModelNotFound, ModelNotReady, ModelSourceUnavailable
+from controller.modelhub.limits import HubLimits, parse_header, parse_json, shard_names, too_large
+from controller.modelhub.read import BoundedReader
 
 T = TypeVar("T")
 

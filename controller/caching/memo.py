@@ -1,6 +1,6 @@
 """A bounded least-recently-used map that threads may share. Pure (no I/O).
 
-The controller's memos (``controller.desired``, ``controller.parsed``) keep results whose inputs
+The controller's memos (``controller.desired``, ``controller.caching.parsed``) keep results whose inputs
 seldom change; each decides itself when an entry still answers for its inputs.
 """
 

@@ -15,7 +15,7 @@ else needs them), so ``links`` asks for them through ``get``, only for pods whos
 by uid). Kubernetes lets whoever can
 create pods write any ownerReference: a forged controller reference to the order's own ReplicaSet
 passes. Such a pod is then the ReplicaSet's by Kubernetes' own rules (it counts and deletes it),
-and what the scrape reads from it is bounded anyway (``controller.bounded_http``).
+and what the scrape reads from it is bounded anyway (``controller.live.bounded_http``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from controller.memo import Memo
+from controller.caching.memo import Memo
 
 Obj = dict[str, Any]
 Getter = Callable[[str, str], Obj | None]  # (kind, name) -> the object in the order's namespace

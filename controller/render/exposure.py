@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.settings import Settings
+from controller.config.settings import Settings
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
 

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from controller.memo import Memo
+from controller.caching.memo import Memo
 from shared.api.inference_class import InferenceServiceClass
 from shared.api.order import InferenceService
 from shared.api.recipe import InferenceRecipe

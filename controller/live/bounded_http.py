@@ -1,6 +1,6 @@
 """HTTP reads from tenant pods, bounded in bytes and in wall-clock time. I/O edge.
 
-The probe (``controller.probe``) and the progress scrape (``controller.progress_book``) read what a
+The probe (``controller.live.probe``) and the progress scrape (``controller.live.progress_book``) read what a
 tenant's pod answers. httpx's timeouts bound each socket operation, not the request: a pod that
 sends a byte a second, or an endless fast stream, is never timed out. So:
 

@@ -2,7 +2,7 @@
 
 The reconciler asks ``HubClient`` for the facts of an order's model. Failures come back as four
 exceptions the reconciler turns into reasons: ``ModelNotFound``, ``ModelAccessDenied``,
-``ModelNotReady`` (a repository beyond the controller's bounds, ``controller.hub_limits``) and
+``ModelNotReady`` (a repository beyond the controller's bounds, ``controller.modelhub.limits``) and
 ``ModelSourceUnavailable`` (retried with backoff; ``retry_after`` says after how long).
 
 Two ways in:
@@ -16,10 +16,10 @@ Two ways in:
   prove again that ``token`` may read a gated repository: use it only for an order whose resolution
   with its token succeeded.
 
-Caches (``controller.factcache``), for N orders of one model:
+Caches (``controller.modelhub.cache``), for N orders of one model:
 
 - facts per (repo, commit sha), for the life of the process (a commit never changes), least recently
-  used out past ``max_cached_models``; behind it the optional ``FactsStore`` (``controller.factcache``),
+  used out past ``max_cached_models``; behind it the optional ``FactsStore`` (``controller.modelhub.cache``),
   which outlives the process and is shared by replicas;
 - revision -> commit per (repo, revision, token digest), for ``revision_ttl`` seconds (default 60):
   one ``GET /api/models/{repo}[/revision/{rev}]?blobs=True`` per window;
@@ -31,7 +31,7 @@ Caches (``controller.factcache``), for N orders of one model:
   once, and then costs one model-info request per ``refused_ttl`` per revision;
 - unavailability (ModelSourceUnavailable: 429, 5xx, no answer) per (repo, revision, token digest),
   held for a jittered exponential backoff (10 s, 20 s... up to 320 s; never less than a
-  ``Retry-After``, ``controller.hub_retry``) during which the Hub is not asked for that key and the
+  ``Retry-After``, ``controller.modelhub.retry``) during which the Hub is not asked for that key and the
   error carries the remaining wait (``retry_after``), after which the order is requeued.
 
 The facts cache is bounded in bytes (``max_cached_bytes``, the facts' JSON size) as well as entries.
@@ -45,7 +45,7 @@ window per (repo, revision, token); a gated repo's facts found in a cache cost o
 token, to prove the token's access (its model info is public, its files are not).
 
 No call ever waits in the worker: a 429 fails at once, and closes the gate of its token (anonymous
-calls share one) until its ``Retry-After`` has passed (``controller.hub_requests``).
+calls share one) until its ``Retry-After`` has passed (``controller.modelhub.requests``).
 
 The token is sent as ``Authorization: Bearer``, is never logged, never put in a message, and is
 cached only as a SHA-256 digest. ``token=None`` means anonymous: the process's own Hugging Face
@@ -63,16 +63,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from controller.factcache import FactsStore, SingleFlight, TtlLru
-from controller.facts import ModelFacts
-from controller.hub_exceptions import ModelAccessDenied, ModelNotFound, ModelNotReady, ModelSourceUnavailable
-from controller.hub_limits import HubLimits
-from controller.hub_retry import RetryPolicy, backoff_delay
+from controller.model_facts.facts import ModelFacts
+from controller.modelhub.cache import FactsStore, SingleFlight, TtlLru
+from controller.modelhub.exceptions import (
+    ModelAccessDenied,
+    ModelNotFound,
+    ModelNotReady,
+    ModelSourceUnavailable,
+)
+from controller.modelhub.limits import HubLimits
+from controller.modelhub.retry import RetryPolicy, backoff_delay
 
 if TYPE_CHECKING:
     from huggingface_hub.hf_api import ModelInfo
 
-    from controller.hub_requests import HubRequests
+    from controller.modelhub.requests import HubRequests
 
 __all__ = [
     "DEFAULT_ENDPOINT",
@@ -133,7 +138,7 @@ class HubClient:
         on_call_ = on_call or (lambda outcome: None)
 
         def make_requests() -> HubRequests:
-            from controller.hub_requests import HubRequests  # deferred: it imports huggingface_hub
+            from controller.modelhub.requests import HubRequests  # deferred: it imports huggingface_hub
 
             return HubRequests(
                 endpoint=endpoint_, timeout=timeout, limits=limits_, on_call=on_call_, clock=clock

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from controller.facts import ModelFacts, hub_repo
+from controller.model_facts.facts import ModelFacts, hub_repo
 from shared import reasons as r
 from shared.api.enums import EndpointType
 from shared.api.inference_class import InferenceServiceClass, InferenceServiceClassSpec

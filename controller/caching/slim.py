@@ -9,16 +9,16 @@ images and the model fetcher's inline script are then held once rather than once
 Kinds with large parts no reader uses keep only the parts read:
 
 - a Pod keeps its metadata, ``spec.resourceClaims`` and the status fields read by
-  ``controller.readings``, ``controller.group_status`` and ``controller.progress``;
+  ``controller.live.workload``, ``controller.live.group_status`` and ``controller.live.progress``;
 - a ResourceClaim keeps its metadata, ``spec.devices`` (what it asks for: the ledger's
   ``shapes.shape_of`` tells the claims of a plan by it) and ``status.allocation`` (the ledger's
   ``claim_use``, ``observe._allocated``);
-- a Secret keeps only what ``controller.auth_token`` and ``controller.takeover`` read: its
+- a Secret keeps only what ``controller.live.auth_token`` and ``controller.live.takeover`` read: its
   identity, a few ownerReferences, the order label, cert-manager's certificate-name annotation,
   and the token of an ``<order>-auth`` Secret when it is token-sized. Any namespace member can
   label a Secret with an order: a 1 MiB Secret so labelled costs the cache well under a KiB
   instead of its whole data (docs/admin-guide.md, "Tenant isolation").
-- a Namespace keeps its name, uid, resourceVersion and labels (``controller.class_access`` reads the
+- a Namespace keeps its name, uid, resourceVersion and labels (``controller.conditions.class_access`` reads the
   labels against a class's ``namespaceSelector``), not its annotations, spec or status.
 
 Every other kind keeps its whole body: drift compares the live spec of owned workloads, the
@@ -85,7 +85,7 @@ def resource_claim(obj: Obj) -> Obj:
 
 
 SECRET_META = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
-SECRET_ANNOTATIONS = ("cert-manager.io/certificate-name",)  # controller.takeover
+SECRET_ANNOTATIONS = ("cert-manager.io/certificate-name",)  # controller.live.takeover
 SECRET_OWNERS = 8  # more are kept as the first ones: enough for every reader's judgement
 TOKEN_LIMIT = 512  # bytes of base64: a minted token is 43 characters
 

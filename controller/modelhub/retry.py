@@ -1,7 +1,7 @@
 """When to ask the Hub again after it was unavailable: ``Retry-After`` and jittered exponential backoff. Pure.
 
 The controller never waits for the Hub in a worker: a request answered 429 (rate limited), 503 or
-not at all fails at once, and ``controller.hub`` remembers the failure per (repo, revision, token)
+not at all fails at once, and ``controller.modelhub.client`` remembers the failure per (repo, revision, token)
 for ``backoff_delay`` seconds, during which the order is not sent to the Hub again and is requeued
 after the remaining wait. Failure n (0-based) in a row holds for the exponential step
 ``min(cap, base * 2**n)``, half of it fixed and half random (so N replicas that were refused together

@@ -27,10 +27,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.facts import ModelFacts
 from controller.kube import apply as kapi
 from controller.kube import errors as kerr
 from controller.kube.client import request
+from controller.model_facts.facts import ModelFacts
 from shared import names
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def key_of(repo: str, commit: str) -> str:
 
 
 class ConfigMapFactsStore:
-    """The ``controller.factcache.FactsStore`` the controller gives its ``HubClient``."""
+    """The ``controller.modelhub.cache.FactsStore`` the controller gives its ``HubClient``."""
 
     def __init__(self, api: Any, namespace: str, *, max_bytes: int = MAX_BYTES) -> None:
         self._api = api

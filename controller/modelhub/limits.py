@@ -2,7 +2,7 @@
 
 Every document a repository serves is written by whoever owns it, so each is bounded before it is
 parsed (``HubLimits``); beyond a bound the commit is refused (``ModelNotReady``, the message naming
-the file and the bound) and the refusal is remembered (``controller.hub``). The defaults are far
+the file and the bound) and the refusal is remembered (``controller.modelhub.client``). The defaults are far
 above every published model: DeepSeek-V3's index is 9 MB with 91,000 tensors in 163 shards whose
 headers add up to 12 MB; Llama-3.1-405B has 191 shards; a config.json is a few kB.
 """
@@ -15,9 +15,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from controller.hub_exceptions import ModelNotReady
 from controller.model_facts import TensorMeta
 from controller.model_facts.sane import MAX_DIM, MAX_PARAMETERS
+from controller.modelhub.exceptions import ModelNotReady
 
 MiB = 1024 * 1024
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from controller.group_status import group_verdict
+from controller.live.group_status import group_verdict
 from shared import reasons as r
 from shared.conditions import Verdict, false, true, unknown
 
@@ -45,7 +45,7 @@ CLAIM_UNALLOCATABLE = "cannot allocate all claims"
 # volumes to bind", "pvc(s) bound to non-existent pv(s)", "did not have enough free storage", ...).
 OTHER_NEEDS = ("insufficient ", "too many pods", "free ports", "volume", "pvc", "storage")
 PREEMPTION = ". preemption:"  # the scheduler appends what preemption found; not a filter's reason
-GROUP_KIND = "LeaderWorkerSet"  # the workload of a multi-node plan (controller.group_status)
+GROUP_KIND = "LeaderWorkerSet"  # the workload of a multi-node plan (controller.live.group_status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +115,7 @@ def _failure(deployment: Obj) -> str | None:
 
 def workload_verdict(deployment: Obj | None, pods: Sequence[Obj]) -> Verdict:
     """WorkloadReady: Available once a replica of the current rollout is available (for a multi-node
-    plan's LeaderWorkerSet: once a whole group is ready, ``controller.group_status``).
+    plan's LeaderWorkerSet: once a whole group is ready, ``controller.live.group_status``).
 
     An available replica wins over the Deployment's failure conditions: a scale-up that cannot
     create or place its extra pods (quota, a stalled second replica) leaves the order serving, and is

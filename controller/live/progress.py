@@ -1,7 +1,7 @@
 """Download progress of the model fetcher: which pod is fetching, its samples, and the message. Pure.
 
 While an order's pod has its ``model-fetcher`` init container running, the controller scrapes the
-fetcher's metric (``controller/render/fetcher_program.py``; ``controller.progress_book`` does the
+fetcher's metric (``controller/render/fetcher_program.py``; ``controller.live.progress_book`` does the
 I/O off the reconcile workers) every ``SCRAPE_PERIOD`` seconds. Each answer is a ``Sample`` of bytes
 done; the record keeps the samples of the last ``RATE_WINDOW`` seconds, and the rate over them gives
 the time left. ``progress_message`` turns them into the WorkloadReady message, for example

@@ -2,7 +2,7 @@
 
 ``request(key, pod, address)`` starts ``GET http://<address>/metrics`` on a small pool of its own
 unless one is in flight; the answer becomes a sample of the order's record
-(``controller.progress.add_sample``) and ``on_done(key)`` has the order reconciled with it.
+(``controller.live.progress.add_sample``) and ``on_done(key)`` has the order reconciled with it.
 ``state`` is what ``observe`` puts in the snapshot; ``forget`` drops the record once no fetcher runs.
 
 The module setting ``modelFetcherMetricsAddressOverride`` (host:port) sends every scrape to that
@@ -10,7 +10,7 @@ address instead of the pod's IP, for a local plane whose pods have no reachable 
 in production.
 
 The fetcher runs in the tenant's pod: a scrape ends within ``timeout`` seconds, wall clock, and
-reads at most ``ANSWER_LIMIT`` bytes (``controller.bounded_http``).
+reads at most ``ANSWER_LIMIT`` bytes (``controller.live.bounded_http``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dataclasses import replace
 
 import httpx
 
-from controller import bounded_http
-from controller.progress import FetchProgress, Sample, add_sample, parse_metrics
+from controller.live import bounded_http
+from controller.live.progress import FetchProgress, Sample, add_sample, parse_metrics
 
 Key = tuple[str, str]
 ANSWER_LIMIT = 16 * 1024  # the fetcher's metrics text is a few hundred bytes

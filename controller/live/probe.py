@@ -9,7 +9,7 @@ the TCP connection goes to that address instead, while the endpoint's host is st
 ``Host`` and still verified: only the address changes, never the trust.
 
 The endpoint is the tenant's pod: the answer is read within the probe timeout, wall clock, and
-at most ``ANSWER_LIMIT`` bytes of it (``controller.bounded_http``).
+at most ``ANSWER_LIMIT`` bytes of it (``controller.live.bounded_http``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from controller import bounded_http
+from controller.live import bounded_http
 
 ANSWER_LIMIT = 256 * 1024  # a model list is a few hundred bytes per model
 

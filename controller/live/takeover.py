@@ -15,7 +15,7 @@ Before the workload is applied, every name it writes is judged (``gate``):
 A name is the order's when the object holding it has an ownerReference to the order's uid, or is
 an earlier order of the same name's (its only ownerReference is the controller reference to an
 InferenceService of this name: that owner is gone, so the garbage collector deletes it anyway;
-``controller.auth_token`` takes such an ``<order>-auth`` over), or, for ``<order>-tls``, is
+``controller.live.auth_token`` takes such an ``<order>-auth`` over), or, for ``<order>-tls``, is
 cert-manager's Secret of the order's Certificate. Anything else is a conflict: the order reads
 ``WorkloadReady=False/NameConflict`` naming the kind and the name, and nothing is written.
 
