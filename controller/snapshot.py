@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.config.settings import Settings
+from controller.live.probe_state import ProbeState as ProbeState  # re-exported: a field of the snapshot
 from controller.live.progress import FetchProgress
 from controller.model_facts.facts import ModelFacts
 from controller.planner import LaunchPlan, PlanOutcome
@@ -36,17 +37,6 @@ class ModelObservation:
     endpoint_type: EndpointType | None = None
     from_record: bool = False
     look_again: float | None = None  # seconds until the model's source is asked again, when it said
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeState:
-    """The probe book's record for the order's endpoint: consecutive failures and the last result."""
-
-    ok: bool | None = None  # None: never probed
-    detail: str = ""
-    failures: int = 0
-    at: float = 0.0  # when the last result arrived
-    in_flight: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from controller.live.probe import Prober
-from controller.snapshot import ProbeState
+from controller.live.probe_state import ProbeState
 
 Key = tuple[str, str]
 

@@ -7,21 +7,17 @@ the fleet changes (each change is applied to it too, evaluating the selector on 
 devices only), and evicted when more than ``MAX_VIEWS`` selectors are in use.
 
 An ``Inventory`` built by ``build_inventory`` gets its ``FleetGroups`` on first use
-(``fleet_groups``), kept by the inventories ``with_allocation`` derives from it.
+(``inventory.fleet_groups``), kept by the inventories ``with_allocation`` derives from it.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict
-from typing import TYPE_CHECKING
 
+from controller.planner.devices import Device
 from controller.planner.groups import ClassGroups, Order
 from controller.planner.selectors import SelectorCache
 from shared.cel import CelError, Selector
-
-if TYPE_CHECKING:
-    from controller.planner.inventory import Device, Inventory
 
 MAX_VIEWS = 32
 _SELECTORS = SelectorCache()  # results are a pure function of (expression, device): kept for good
@@ -93,18 +89,3 @@ def _admit(view: ClassGroups, selector: Selector, device: Device, order: Order) 
         view.add(device, order)
     else:
         view.remove(device.key)
-
-
-def fleet_groups(inventory: Inventory) -> FleetGroups:
-    """The inventory's groups: the ledger's when they still describe its devices, else built once."""
-    groups = inventory.groups
-    if groups is not None and groups.version == inventory.groups_version:
-        return groups
-    devices = inventory.devices
-    in_order = all((a.node, a.key) < (b.node, b.key) for a, b in itertools.pairwise(devices))
-    groups = FleetGroups()
-    for i, d in enumerate(devices):
-        groups.add(d, device_order(d) if in_order else ("", "", "", "", i))
-    object.__setattr__(inventory, "groups", groups)
-    object.__setattr__(inventory, "groups_version", groups.version)
-    return groups

@@ -19,18 +19,16 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
+from controller.planner.devices import Device, DeviceKey
 from shared.cel import Semver
-
-if TYPE_CHECKING:
-    from controller.planner.inventory import Device, DeviceKey
 
 Order = tuple[str, str, str, str, int]  # (node, driver, pool, name, 0) or ("", "", "", "", position)
 ExclusiveKey = tuple[str, int, Semver | None]  # product, memory, compute capability
 MigKey = tuple[int, str, Semver | None]  # memory, product, compute capability
 SharedKey = tuple[str, int, Semver | None, str | None, str]  # ... the sharing strategy (lowercased), driver
-Entry = tuple[str, str, Order, "DeviceKey"]  # (node, name, order, key) or (name, "", order, key)
+Entry = tuple[str, str, Order, DeviceKey]  # (node, name, order, key) or (name, "", order, key)
 K = TypeVar("K")
 
 

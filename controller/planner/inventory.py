@@ -14,83 +14,17 @@ that place, the place is not published"), and the planner may keep an unchanged 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
-from shared.cel import DeviceView, Semver
+from controller.planner.devices import Device, DeviceIndex, DeviceKey, index_devices
+from controller.planner.fleet import FleetGroups, device_order
 
-if TYPE_CHECKING:
-    from controller.planner.fleet import FleetGroups
-
-DeviceKey = tuple[str, str, str]  # (driver, pool, device name): how allocation results name a device
-
-
-@dataclass(frozen=True)
-class Device:
-    """One published device, with the attributes the planner reads."""
-
-    key: DeviceKey
-    node: str
-    view: DeviceView
-    kind: str  # the driver's `type` attribute: gpu | mig | ...
-    product_name: str
-    memory_bytes: int
-    compute_capability: Semver | None
-    uuid: str | None
-    parent_uuid: str | None
-    profile: str | None
-    multiple_allocations: bool
-    consumes: tuple[tuple[str, str, Decimal], ...]  # (counter set, counter, amount)
-    device_classes: frozenset[str]
-
-    @property
-    def pool(self) -> str:
-        return self.key[1]
-
-    @property
-    def name(self) -> str:
-        return self.key[2]
-
-    @property
-    def label(self) -> str:
-        return f"{self.node}/{self.name}"
-
-
-@dataclass(frozen=True)
-class DeviceIndex:
-    """Lookups over one fleet of devices, built once per fleet (the ledger keeps one per version).
-
-    ``busy`` reads only the taken devices and their relatives through it, instead of scanning the
-    whole fleet for every plan.
-    """
-
-    by_key: Mapping[DeviceKey, Device]
-    children: Mapping[str, tuple[DeviceKey, ...]]  # a uuid -> the devices naming it as parentUUID
-    by_uuid: Mapping[str, tuple[DeviceKey, ...]]
-    counted: tuple[Device, ...]  # the devices that consume shared counters
-
-
-def index_devices(devices: Iterable[Device]) -> DeviceIndex:
-    by_key: dict[DeviceKey, Device] = {}
-    children: dict[str, list[DeviceKey]] = {}
-    by_uuid: dict[str, list[DeviceKey]] = {}
-    counted: list[Device] = []
-    for d in devices:
-        by_key[d.key] = d
-        if d.parent_uuid is not None:
-            children.setdefault(d.parent_uuid, []).append(d.key)
-        if d.uuid is not None:
-            by_uuid.setdefault(d.uuid, []).append(d.key)
-        if d.consumes:
-            counted.append(d)
-    return DeviceIndex(
-        by_key=by_key,
-        children={k: tuple(v) for k, v in children.items()},
-        by_uuid={k: tuple(v) for k, v in by_uuid.items()},
-        counted=tuple(counted),
-    )
+# The device types live in ``devices`` (so that ``groups`` and ``fleet`` need not import this module);
+# they are re-exported here for the modules that read them with the inventory.
+__all__ = ["Device", "DeviceIndex", "DeviceKey", "Inventory", "fleet_groups", "index_devices"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +44,7 @@ class Inventory:
     counters: Mapping[tuple[str, str, str, str], Decimal] = field(default_factory=dict)  # left per counter
     # Lookups over ``devices``; must describe exactly ``devices`` (built on first use when None).
     index: DeviceIndex | None = field(default=None, compare=False, repr=False)
-    # The devices grouped for the search (``fleet.fleet_groups``), valid while its version is this.
+    # The devices grouped for the search (``fleet_groups``), valid while its version is this.
     groups: FleetGroups | None = field(default=None, compare=False, repr=False)
     groups_version: int = field(default=-1, compare=False, repr=False)
 
@@ -171,3 +105,18 @@ class Inventory:
                 if ck in counters:
                     counters[ck] -= amount
         return replace(self, allocated=self.allocated | frozenset(keys), counters=counters)
+
+
+def fleet_groups(inventory: Inventory) -> FleetGroups:
+    """The inventory's groups: the ledger's when they still describe its devices, else built once."""
+    groups = inventory.groups
+    if groups is not None and groups.version == inventory.groups_version:
+        return groups
+    devices = inventory.devices
+    in_order = all((a.node, a.key) < (b.node, b.key) for a, b in itertools.pairwise(devices))
+    groups = FleetGroups()
+    for i, d in enumerate(devices):
+        groups.add(d, device_order(d) if in_order else ("", "", "", "", i))
+    object.__setattr__(inventory, "groups", groups)
+    object.__setattr__(inventory, "groups_version", groups.version)
+    return groups

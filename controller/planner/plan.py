@@ -25,9 +25,8 @@ from collections.abc import Sequence
 
 from controller.planner.diagnose import diagnose
 from controller.planner.estimate import MemoryEstimate, estimate_memory
-from controller.planner.fleet import fleet_groups
 from controller.planner.groups import ClassGroups
-from controller.planner.inventory import Inventory
+from controller.planner.inventory import Inventory, fleet_groups
 from controller.planner.launch import LaunchPlan, PlanOutcome, PlanRequest, fail, planned
 from controller.planner.placement import candidates, tensor_parallel_sizes
 from controller.planner.recipes import RecipeChoice, model_recipes, ordered_recipes, quantization_method
