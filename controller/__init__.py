@@ -1,8 +1,11 @@
 """The controller process: resolution, planning, workload apply, auth-secret minting and probing.
 
-Layout (pure modules decide, the shell does I/O):
+The top level is the pipeline: ``__main__`` -> ``manager`` (informers, queue, workers; ``kinds``,
+``wiring``, ``store``) -> ``reconciler``: ``observe`` (-> ``snapshot``) -> ``planning`` ->
+``booking`` -> ``decide`` (``desired``; -> ``intents``) -> ``act``; ``classes`` for a class's own
+status; ``metrics`` and ``health`` for the process. The packages below it (docs/architecture.md):
 
-- pure: ``settings``, ``facts``, ``model_facts``, ``resolve``, ``planner/``, ``render``, ``status``
-- I/O edges: ``hub`` (huggingface_hub), ``probe`` (HTTP), ``kube/`` (informers, queue, leader
-  election, server-side apply), ``reconciler`` (the shell), ``__main__`` (wiring)
+- I/O edges: ``modelhub/`` (the Hub client and the facts store), ``live/`` (the readings of live
+  objects; the probe and progress books), ``kube/`` (informers, queue, leader election, apply, Events)
+- pure: ``planner/``, ``render/``, ``conditions/``, ``caching/``, ``model_facts/``, ``config/``
 """

@@ -27,7 +27,7 @@ from controller.live import lineage, progress, takeover
 from controller.live.auth_token import read_auth
 from controller.live.probes import ProbeBook
 from controller.live.progress_book import ProgressBook
-from controller.live.workload import own_claim_names, uses_claim_template
+from controller.live.workload import own_claim_names, plan_annotation, uses_claim_template
 from controller.modelhub.client import (
     HubClient,
     ModelAccessDenied,
@@ -170,8 +170,8 @@ class Observer:
         ns, name = order.metadata.namespace or "", order.metadata.name
         return (
             self.applied_plan((ns, name))
-            or _plan_annotation(self.store.get(Cache.DEPLOYMENTS, ns, name))
-            or _plan_annotation(self._group(ns, name))
+            or plan_annotation(self.store.get(Cache.DEPLOYMENTS, ns, name))
+            or plan_annotation(self._group(ns, name))
         )
 
     def _group(self, ns: str, name: str) -> Obj | None:
@@ -275,16 +275,6 @@ def recorded_revision(order: InferenceService) -> str | None:
     if c.observed_generation != order.metadata.generation or c.reason in _UNRESOLVED:
         return None
     return model.revision
-
-
-def _plan_annotation(deployment: Obj | None) -> LaunchPlan | None:
-    text = ((deployment or {}).get("metadata", {}).get("annotations") or {}).get(render.PLAN_ANNOTATION)
-    if not text:
-        return None
-    try:
-        return LaunchPlan.model_validate_json(text)
-    except ValidationError:
-        return None
 
 
 def _allocated(

@@ -25,7 +25,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from controller.live.group_status import group_verdict
+from controller.planner import LaunchPlan
+from controller.render.common import PLAN_ANNOTATION
 from shared import reasons as r
 from shared.conditions import Verdict, false, true, unknown
 
@@ -226,3 +230,14 @@ def own_claim_names(pods: Sequence[Obj]) -> set[str]:
             if s.get("resourceClaimName"):
                 out.add(s["resourceClaimName"])
     return out
+
+
+def plan_annotation(workload: dict[str, Any] | None) -> LaunchPlan | None:
+    """The plan recorded on a Deployment or LeaderWorkerSet when it was applied (None: none, or unreadable)."""
+    text = ((workload or {}).get("metadata", {}).get("annotations") or {}).get(PLAN_ANNOTATION)
+    if not text:
+        return None
+    try:
+        return LaunchPlan.model_validate_json(text)
+    except ValidationError:
+        return None

@@ -1,11 +1,13 @@
 """What the platform learns about a Hugging Face model, from what ``controller.modelhub.client`` fetched. Pure.
 
+- ``facts``: ``ModelFacts``, what the rest of the controller reads (the planner, the renderer, the checks);
 - ``derive``: model info + config.json + tensor headers -> ``ModelFacts`` (``model_facts``);
 - ``gguf``: which GGUF file is served, its name's quantization, and its header's key/values;
 - ``parameters``: the logical parameter count from safetensors headers or published totals;
 - ``quantization``: a ``quantization_config`` -> method, bits, group size;
 - ``config``: config.json numbers (context length, dtype);
 - ``sane``: the bounds every number must be within (``ImplausibleModelError`` names the field).
+- ``remote_code``: whether a model needs its repository's code (the known types: ``native-model-types.json``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The exceptions a failed Hub request becomes (``controller.modelhub.errors.translate`` makes them).
 
-They live apart from ``hub_errors`` so that importing them (``controller.modelhub.client``, ``controller.observe``)
+They live apart from ``errors`` so that importing them (``controller.modelhub.client``, ``controller.observe``)
 does not import huggingface_hub and httpx2: a restarted controller whose facts are all in its store
 never calls the Hub, and those imports were about a quarter of its start-up imports.
 """

@@ -1,8 +1,8 @@
 """The planner: from model facts, a class and the device inventory to a launch plan. Pure.
 
 The controller calls ``build_inventory`` on the informer caches, then ``plan_order`` per order.
-Modules: ``estimate`` (memory), ``inventory`` (devices, classes, allocations), ``placement``
-(candidates, smallest fit), ``recipes`` (runtime matching), ``vllm`` (the runtime adapter),
+Modules: ``estimate`` (memory), ``devices`` (one device, lookups over many), ``inventory`` (what is
+free: classes, allocations), ``placement`` (candidates, smallest fit), ``recipes`` (runtime matching), ``vllm`` (the runtime adapter),
 ``diagnose`` (the reason when nothing fits), ``selectors`` (memoised CEL over many devices),
 ``slices`` (reading DeviceClasses and ResourceSlices), ``ledger`` (the capacity ledger, with
 ``uses`` and ``roster``), ``groups``/``fleet``/``search`` (the devices grouped per device class
