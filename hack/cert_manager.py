@@ -17,6 +17,7 @@ control plane.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
@@ -113,19 +114,28 @@ MAINS = ROOT / "hack" / "cert-manager"
 BINARIES = ("controller", "cainjector")
 
 
+def mains_digest(mains: pathlib.Path = MAINS) -> str:
+    """A short digest of our mains' sources: a changed main (a new flag) is a new cache entry."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in mains.rglob("*") if p.is_file()):
+        h.update(f.relative_to(mains).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
 def build_binaries(*, version: str | None = None, env: Mapping[str, str] | None = None) -> pathlib.Path:
-    """``<cache>/cert-manager-<version>/bin`` with ``controller`` and ``cainjector``, built if missing.
+    """``<cache>/cert-manager-<version>/bin-<digest of our mains>`` with ``controller`` and
+    ``cainjector``, built if missing.
 
     The build runs at the lowest CPU priority with one package at a time (the machine is shared).
     """
     version = version or pinned_version()
     environ = dict(os.environ if env is None else env)
-    out = cache_root(environ) / f"cert-manager-{version}" / "bin"
+    out = cache_root(environ) / f"cert-manager-{version}" / f"bin-{mains_digest()}"
     if all((out / b).is_file() for b in BINARIES):
         return out
     if shutil.which("go") is None:
         raise CertManagerError("`go` is not on PATH: cert-manager is built from the Go module proxy")
-    work = out.with_name("build")
+    work = out.with_name(f"build-{out.name}")
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(MAINS, work)
     (work / "go.mod").write_text(

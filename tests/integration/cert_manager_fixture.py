@@ -2,7 +2,8 @@
 
 ``running_cert_manager`` installs cert-manager's CRDs and runs its controller (and, when asked, the
 cainjector), built from the cert-manager Go module by hack/cert_manager.py (cached), as local
-processes until the ``with`` block ends. ``renew`` triggers a re-issuance the way ``cmctl renew``
+processes until the ``with`` block ends; ``controller_args`` adds flags to the controller (approver-policy's
+``CERT_MANAGER_CONTROLLERS``) and ``kubeconfig`` runs the processes as another user than the admin. ``renew`` triggers a re-issuance the way ``cmctl renew``
 does (cert-manager/cmctl pkg/renew): it sets the Certificate's ``Issuing`` condition to True with
 reason ``ManuallyTriggered`` through the status subresource, and cert-manager issues anew (a new
 private key with ``rotationPolicy: Always``).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -31,6 +32,8 @@ def running_cert_manager(
     *,
     binaries: tuple[str, ...] = ("controller", "cainjector"),
     field_manager: str = "test-cert-manager",
+    controller_args: Sequence[str] = (),
+    kubeconfig: pathlib.Path | None = None,
 ) -> Iterator[None]:
     bin_dir = build_binaries()
     kubectl(
@@ -46,11 +49,11 @@ def running_cert_manager(
     )
     for ns in ("cert-manager", "d8-inference"):
         kubectl("create", "namespace", ns, check=False)
-    extra = {"controller": ["--cluster-resource-namespace=cert-manager"]}
+    extra = {"controller": ["--cluster-resource-namespace=cert-manager", *controller_args]}
     started = [
         procs.start(
             name,
-            [str(bin_dir / name), f"--kubeconfig={cluster.kubeconfig}", *extra.get(name, [])],
+            [str(bin_dir / name), f"--kubeconfig={kubeconfig or cluster.kubeconfig}", *extra.get(name, [])],
             state=state,
             cwd=state,
         )
