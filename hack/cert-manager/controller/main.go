@@ -4,8 +4,7 @@
 // Certificate lifecycle (trigger, key manager, request manager, issuing, readiness, revisions) and the
 // CertificateRequest approver and signers for CA and SelfSigned. No ACME, Vault or Venafi.
 //
-// --controllers selects them as cert-manager's own flag does: "*" is every one, "-name" turns one off,
-// a bare name turns one on. With approver-policy deciding, run it with
+// --controllers selects them as cert-manager's own flag does. With approver-policy deciding, run it with
 // --controllers=*,-certificaterequests-approver, the flag a real cert-manager needs then.
 package main
 
@@ -51,18 +50,23 @@ func main() {
 	}
 }
 
-// enabled reports whether the --controllers list runs the controller: "-name" wins over "name" and "*".
+// enabled reports whether the --controllers list runs the controller, as cert-manager's own
+// EnabledControllers reads it: "*" is every one, "name" turns one on, "-name" turns one off, and a list
+// of only "-name" entries implies "*".
 func enabled(name string, selected []string) bool {
-	on := false
+	on, implied := false, true
 	for _, s := range selected {
-		switch strings.TrimSpace(s) {
-		case "-" + name:
+		switch s = strings.TrimSpace(s); {
+		case s == "-"+name:
 			return false
-		case name, "*":
-			on = true
+		case strings.HasPrefix(s, "-"):
+		case s == "*" || s == name:
+			on, implied = true, false
+		default:
+			implied = false
 		}
 	}
-	return on
+	return on || implied
 }
 
 func run(kubeconfig, crns string, workers int, selected []string) error {
