@@ -181,7 +181,7 @@ def identity_policy() -> list[Obj]:
     patch = (
         '[JSONPatch{op: "add", path: "/spec/username", value: request.userInfo.username}, '
         'JSONPatch{op: "add", path: "/spec/groups", '
-        "value: has(request.userInfo.groups) ? request.userInfo.groups : []}]"
+        "value: request.userInfo.groups.map(g, string(g))}]"
     )
     api = "admissionregistration.k8s.io/v1"
     rule = {"apiGroups": ["cert-manager.io"], "apiVersions": ["*"], "operations": ["CREATE"],
