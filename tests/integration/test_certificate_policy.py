@@ -7,7 +7,8 @@ Checks: the module's own certificates are issued, approved by ``inference-module
 Certificate, rendered by the controller itself, is issued for its names (cluster and external); a
 tenant's Certificate for another namespace's name, a wildcard, a CA, a common name or a client usage is
 denied (``Denied=True`` on its CertificateRequest) and nothing is issued; a CA from the self-signed
-ClusterIssuer is never approved; only cert-manager's ServiceAccount may use the policies.
+ClusterIssuer, and a CertificateRequest a tenant writes itself, are never approved; only cert-manager's
+ServiceAccount may use the policies.
 
 Skipped only when approver-policy cannot be built here (no ``go``, no module proxy).
 """
@@ -24,6 +25,8 @@ from typing import Any
 import pytest
 import yaml
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from controller.exposure import endpoint_for
 from controller.render.network import certificate
@@ -247,15 +250,57 @@ def test_a_tenant_ca_from_the_self_signed_issuer_is_never_approved(
     apply(kubectl, tenant_certificate(namespace, "chat", dnsNames=[f"chat.{namespace}.svc"]))
     assert wait_decision(kubectl, namespace, "chat")["type"] == "Approved"
 
-    def unprocessed() -> list[str]:
-        events = json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
-        return [e.get("reason", "") for e in events if e["involvedObject"]["kind"] == "CertificateRequest"
-                and e["involvedObject"]["name"].startswith("my-ca-")]  # fmt: skip
-
-    wait_for(unprocessed, lambda reasons: "Unprocessed" in reasons, timeout=30,
-             message="approver-policy's Unprocessed event on the CA's request")  # fmt: skip
+    wait_for(functools.partial(unprocessed_events, kubectl, namespace, "my-ca-"), lambda r: "Unprocessed" in r,
+             timeout=30, message="approver-policy's Unprocessed event on the CA's request")  # fmt: skip
     assert decision(kubectl, namespace, "my-ca") is None
     assert kubectl("get", "secret", "my-ca-tls", "-n", namespace, check=False).returncode != 0
+
+
+def own_name_csr(name: str) -> str:
+    """A PEM CSR for one DNS name, base64 as a CertificateRequest carries it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    csr = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(x509.Name([]))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return base64.b64encode(csr.public_bytes(serialization.Encoding.PEM)).decode()
+
+
+def unprocessed_events(kubectl: Kubectl, namespace: str, prefix: str) -> list[str]:
+    """Reasons of the Events approver-policy recorded on the namespace's requests named ``prefix``*."""
+    events = json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
+    return [e.get("reason", "") for e in events if e["involvedObject"]["kind"] == "CertificateRequest"
+            and e["involvedObject"]["name"].startswith(prefix)]  # fmt: skip
+
+
+def test_a_certificate_request_a_tenant_writes_itself_is_never_approved(
+    policed: pathlib.Path, kubectl: Kubectl, namespace: str
+) -> None:
+    """Even for its own name: the request carries the tenant's identity, which may use no policy."""
+    tenant = f"system:serviceaccount:{namespace}:default"
+    kubectl("create", "role", "requests", "--verb=create,get", "--resource=certificaterequests.cert-manager.io",
+            "-n", namespace)  # fmt: skip
+    kubectl("create", "rolebinding", "requests", "--role=requests", f"--serviceaccount={namespace}:default",
+            "-n", namespace)  # fmt: skip
+    request = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "CertificateRequest",
+        "metadata": {"name": "by-hand", "namespace": namespace},
+        "spec": {
+            "request": own_name_csr(f"chat.{namespace}.svc"),
+            "issuerRef": {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "inference-endpoints"},
+            "usages": ["digital signature", "server auth"],
+        },
+    }
+    kubectl("create", f"--as={tenant}", "-f", "-", input=yaml.safe_dump(request))
+    cr = json.loads(kubectl("get", "certificaterequest", "by-hand", "-n", namespace, "-o", "json").stdout)
+    assert cr["spec"]["username"] == tenant
+    wait_for(functools.partial(unprocessed_events, kubectl, namespace, "by-hand"), lambda r: "Unprocessed" in r,
+             timeout=30, message="approver-policy's Unprocessed event on the hand-written request")  # fmt: skip
+    cr = json.loads(kubectl("get", "certificaterequest", "by-hand", "-n", namespace, "-o", "json").stdout)
+    assert not {"Approved", "Denied"} & set(conditions(cr)), cr["status"]
 
 
 def test_only_cert_managers_service_account_may_use_the_policies(
