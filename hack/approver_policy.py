@@ -55,8 +55,9 @@ NAMESPACE = "cert-manager"
 # cert-manager's flag (and our local main's, hack/cert-manager/controller): every controller but its
 # own approver, so that approver-policy alone approves or denies.
 CERT_MANAGER_CONTROLLERS = "--controllers=*,-certificaterequests-approver"
-# client-go's leader election, through approver-policy's logger, once this process leads and decides.
-READY_LINE = r"successfully acquired lease"
+# controller-runtime's leader election (logger controller-manager/leaderelection), once this process
+# leads and so decides; compared without case.
+READY_LINE = "successfully acquired lease"
 
 IDENTITY_POLICY = "local-certificaterequest-identity"
 
@@ -227,7 +228,7 @@ def ready(handle: Running) -> bool:
     """The process leads (holds the lease) and so decides."""
     bg = handle.process
     return bg.log.exists() and any(
-        READY_LINE in line for line in bg.log.read_text(errors="replace").splitlines()
+        READY_LINE in line.lower() for line in bg.log.read_text(errors="replace").splitlines()
     )
 
 
@@ -260,7 +261,7 @@ def running(
     binary = build()
     install_crds(kubectl, field_manager="approver-policy")
     kubectl("create", "namespace", NAMESPACE, check=False)
-    kubectl("apply", "--server-side", "--field-manager=approver-policy", "-f", "-",
+    kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=approver-policy", "-f", "-",
             input=yaml.safe_dump_all(identity_policy()))  # fmt: skip
     handle: Running | None = None
     try:
