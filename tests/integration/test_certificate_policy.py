@@ -103,6 +103,11 @@ def policed(
         ),  # fmt: skip
         approver_policy.running(kubectl=kubectl, kubeconfig=cluster.kubeconfig, state=state),
     ):
+        # Secrets left by an earlier issuance (deleting a Certificate keeps its Secret) would make the
+        # Certificates Ready with no request: these must be issued now, under the policies.
+        for ns, name in MODULE_CERTIFICATES:
+            secret = "inference-webhook-tls" if name == "inference-webhook" else name
+            kubectl("delete", "secret", secret, "-n", ns, "--ignore-not-found")
         kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=test-policy", "-k", str(PKI))
         try:
             for ns, name in MODULE_CERTIFICATES:
