@@ -2,7 +2,8 @@
 
 ``running_cert_manager`` installs cert-manager's CRDs and runs its controller (and, when asked, the
 cainjector), built from the cert-manager Go module by devtools/cluster/components/cert_manager.py (cached), as local
-processes until the ``with`` block ends. ``renew`` triggers a re-issuance the way ``cmctl renew``
+processes until the ``with`` block ends; ``controller_args`` adds flags to the controller (approver-policy's
+``CERT_MANAGER_CONTROLLERS``) and ``kubeconfig`` runs the processes as another user than the admin. ``renew`` triggers a re-issuance the way ``cmctl renew``
 does (cert-manager/cmctl pkg/renew): it sets the Certificate's ``Issuing`` condition to True with
 reason ``ManuallyTriggered`` through the status subresource, and cert-manager issues anew (a new
 private key with ``rotationPolicy: Always``).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -29,9 +30,13 @@ def running_cert_manager(
     *,
     binaries: tuple[str, ...] = cert_manager.BINARIES,
     field_manager: str = "test-cert-manager",
+    controller_args: Sequence[str] = (),
+    kubeconfig: pathlib.Path | None = None,
 ) -> Iterator[None]:
     target = Target(cluster.kubeconfig, state, kubectl.out, field_manager=field_manager)
-    with cert_manager.running(target, binaries=binaries):
+    with cert_manager.running(
+        target, binaries=binaries, controller_args=controller_args, kubeconfig=kubeconfig
+    ):
         yield
 
 

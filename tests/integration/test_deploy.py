@@ -1,8 +1,8 @@
 """deploy/: what ``kubectl kustomize`` renders, and that every object of it applies to the real API server.
 
 Rendering uses our built kubectl (its kustomize) and needs no cluster. The dry runs need the local
-control plane with our CRDs and cert-manager's CRDs (from the cert-manager Go module, see
-devtools/cluster/components/cert_manager.py) installed for real; the objects themselves are only ever applied with
+control plane with our CRDs, cert-manager's CRDs (from the cert-manager Go module, see
+devtools/cluster/components/cert_manager.py) and approver-policy's (devtools/cluster/components/approver_policy.py) installed for real; the objects themselves are only ever applied with
 ``--dry-run=server``: the webhook configurations of deploy/base point at a Service that does not
 exist here, and with failurePolicy Fail they would refuse every other test's writes.
 """
@@ -22,6 +22,7 @@ import yaml
 
 from controller.config.settings import parse_settings
 from devtools.cluster import fleet, launcher
+from devtools.cluster.components import approver_policy
 from devtools.cluster.components.cert_manager import crds_dir
 from devtools.cluster.handle import Kubectl
 
@@ -89,7 +90,7 @@ def test_base_holds_every_part_the_module_needs(base: list[Obj]) -> None:
     one(base, "InferenceRecipe", "vllm")
     one(base, "NetworkPolicy", "inference-webhook")
     assert {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} <= kinds(base)
-    assert {"Issuer", "ClusterIssuer", "Certificate"} <= kinds(base)
+    assert {"Issuer", "ClusterIssuer", "Certificate", "CertificateRequestPolicy"} <= kinds(base)
     for o in base:
         assert (
             o["metadata"].get("labels", {}).get("app.kubernetes.io/part-of") == "inference-control-plane"
@@ -260,10 +261,11 @@ def test_production_pins_images_by_digest_and_spreads_replicas(production: list[
 
 @pytest.fixture(scope="module")
 def installed(kubectl: Kubectl, crds: None) -> None:
-    """cert-manager's CRDs and the namespaces the namespaced objects live in, for real."""
+    """cert-manager's and approver-policy's CRDs and the namespaces the namespaced objects live in, for real."""
     kubectl(
         "apply", "--server-side", "--force-conflicts", "--field-manager=test-deploy", "-f", str(crds_dir())
     )
+    approver_policy.install_crds(kubectl, field_manager="test-deploy")
     kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io",
             "crd/issuers.cert-manager.io", "crd/clusterissuers.cert-manager.io")  # fmt: skip
     kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=test-deploy",

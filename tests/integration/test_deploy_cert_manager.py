@@ -26,6 +26,7 @@ import pytest
 import yaml
 from cryptography import x509
 
+from devtools.cluster.components import approver_policy
 from devtools.cluster.handle import Cluster, Kubectl
 from tests.integration.cert_manager_fixture import running_cert_manager
 from tests.integration.conftest import wait_for
@@ -47,7 +48,10 @@ def cert_manager(
 
 @pytest.fixture(scope="module")
 def issued(cert_manager: None, kubectl: Kubectl) -> Iterator[None]:
-    """deploy/base/cert-manager applied for real, every Certificate Ready; deleted afterwards."""
+    """deploy/base/cert-manager applied for real, every Certificate Ready; deleted afterwards. Its
+    CertificateRequestPolicies need approver-policy's CRD; cert-manager's own approver decides here
+    (tests/integration/test_certificate_policy.py runs approver-policy)."""
+    approver_policy.install_crds(kubectl, field_manager="test-cert-manager")
     kubectl(
         "apply", "--server-side", "--force-conflicts", "--field-manager=test-cert-manager", "-k", str(PKI)
     )

@@ -13,6 +13,7 @@ lifecycle, and the CA injector for webhook configurations, into ``<cache>/cert-m
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pathlib
 import shutil
@@ -75,19 +76,28 @@ def crds_dir(*, pinned: str | None = None, env: Mapping[str, str] | None = None)
     return target
 
 
+def mains_digest(mains: pathlib.Path = MAINS) -> str:
+    """A short digest of our mains' sources: a changed main (a new flag) is a new cache entry."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in mains.rglob("*") if p.is_file()):
+        h.update(f.relative_to(mains).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
 def build(*, pinned: str | None = None, env: Mapping[str, str] | None = None) -> pathlib.Path:
-    """``<cache>/cert-manager-<version>/bin`` with ``controller`` and ``cainjector``, built if missing.
+    """``<cache>/cert-manager-<version>/bin-<digest of our mains>`` with ``controller`` and
+    ``cainjector``, built if missing.
 
     The build runs at the lowest CPU priority with one package at a time (the machine is shared).
     """
     v = pinned or version()
     environ = dict(os.environ if env is None else env)
-    out = cache_root(environ) / f"cert-manager-{v}" / "bin"
+    out = cache_root(environ) / f"cert-manager-{v}" / f"bin-{mains_digest()}"
     if all((out / b).is_file() for b in BINARIES):
         return out
     if shutil.which("go") is None:
         raise CertManagerError("`go` is not on PATH: cert-manager is built from the Go module proxy")
-    work = out.with_name("build")
+    work = out.with_name(f"build-{out.name}")
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(MAINS, work)
     (work / "go.mod").write_text(f"module local/cert-manager-build\n\ngo 1.26.0\n\nrequire {MODULE} {v}\n")
@@ -114,16 +124,26 @@ def install_crds(target: Target) -> None:
     target.kubectl("wait", "--for=condition=Established", "--timeout=60s", *refs)
 
 
-def start(target: Target, binaries: Sequence[str] = BINARIES) -> list[procs.Background]:
-    """The processes (``controller``, ``cainjector``) started against the plane, in ``target.state``."""
+def start(
+    target: Target,
+    binaries: Sequence[str] = BINARIES,
+    *,
+    controller_args: Sequence[str] = (),
+    kubeconfig: pathlib.Path | str | None = None,
+) -> list[procs.Background]:
+    """The processes (``controller``, ``cainjector``) started against the plane, in ``target.state``.
+
+    ``controller_args`` adds flags to the controller (approver-policy's ``CERT_MANAGER_CONTROLLERS``);
+    ``kubeconfig`` runs the processes as another user than the plane's admin."""
     bin_dir = build()
     for ns in ("cert-manager", "d8-inference"):
         target.kubectl("create", "namespace", ns, check=False)
-    extra = {"controller": ["--cluster-resource-namespace=cert-manager"]}
+    extra = {"controller": ["--cluster-resource-namespace=cert-manager", *controller_args]}
+    config = kubeconfig or target.kubeconfig
     return [
         procs.start(
             name,
-            [str(bin_dir / name), f"--kubeconfig={target.kubeconfig}", *extra.get(name, [])],
+            [str(bin_dir / name), f"--kubeconfig={config}", *extra.get(name, [])],
             state=target.state,
             cwd=target.state,
         )
@@ -144,11 +164,18 @@ def stop(handle: Sequence[procs.Background], *, state: pathlib.Path) -> None:
 
 
 @contextmanager
-def running(target: Target, *, binaries: Sequence[str] = BINARIES, timeout: float = 120) -> Iterator[None]:
+def running(
+    target: Target,
+    *,
+    binaries: Sequence[str] = BINARIES,
+    timeout: float = 120,
+    controller_args: Sequence[str] = (),
+    kubeconfig: pathlib.Path | str | None = None,
+) -> Iterator[None]:
     """CRDs installed, the processes started and ready until the ``with`` block ends."""
     build()
     install_crds(target)
-    started = start(target, binaries)
+    started = start(target, binaries, controller_args=controller_args, kubeconfig=kubeconfig)
     try:
         for bg in started:
             procs.wait_for_line(bg, READY_LINE, timeout=timeout)

@@ -3,6 +3,9 @@
 // controllers this project's PKI needs: Issuers and ClusterIssuers of the CA and SelfSigned kinds, the
 // Certificate lifecycle (trigger, key manager, request manager, issuing, readiness, revisions) and the
 // CertificateRequest approver and signers for CA and SelfSigned. No ACME, Vault or Venafi.
+//
+// --controllers selects them as cert-manager's own flag does. With approver-policy deciding, run it with
+// --controllers=*,-certificaterequests-approver, the flag a real cert-manager needs then.
 package main
 
 import (
@@ -12,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,14 +42,34 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server")
 	crns := flag.String("cluster-resource-namespace", "cert-manager", "namespace of ClusterIssuer secrets")
 	workers := flag.Int("workers", 2, "workers per controller")
+	selected := flag.String("controllers", "*", `controllers to run: "*", "-name" (off), "name" (on)`)
 	flag.Parse()
-	if err := run(*kubeconfig, *crns, *workers); err != nil {
+	if err := run(*kubeconfig, *crns, *workers, strings.Split(*selected, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, crns string, workers int) error {
+// enabled reports whether the --controllers list runs the controller, as cert-manager's own
+// EnabledControllers reads it: "*" is every one, "name" turns one on, "-name" turns one off, and a list
+// of only "-name" entries implies "*".
+func enabled(name string, selected []string) bool {
+	on, implied := false, true
+	for _, s := range selected {
+		switch s = strings.TrimSpace(s); {
+		case s == "-"+name:
+			return false
+		case strings.HasPrefix(s, "-"):
+		case s == "*" || s == name:
+			on, implied = true, false
+		default:
+			implied = false
+		}
+	}
+	return on || implied
+}
+
+func run(kubeconfig, crns string, workers int, selected []string) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	ctx = logf.NewContext(ctx, klog.Background().WithName("cert-manager"))
@@ -65,7 +89,9 @@ func run(kubeconfig, crns string, workers int) error {
 	known := controllerpkg.Known()
 	names := make([]string, 0, len(known))
 	for name := range known {
-		names = append(names, name)
+		if enabled(name, selected) {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	controllers := make([]controllerpkg.Interface, 0, len(names))
