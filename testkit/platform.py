@@ -199,13 +199,14 @@ def controller_env() -> dict[str, str]:
 
 @contextmanager
 def running_platform(
-    cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient, *, issuer: bool = True
+    cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient, *, issuer: bool = True, hostile_hub: bool = False
 ) -> Iterator[Platform]:
     """The product installed and running until the ``with`` block ends; logs under .cluster/e2e-logs.
 
     The runtime serves only the certificate the platform issued into ``<order>-tls``, so an order is
     Ready only once its Certificate is issued: by the issuer stand-in (``issuer``), or by a real
-    cert-manager the caller runs."""
+    cert-manager the caller runs. ``hostile_hub``: the mirror also serves the hostile repositories
+    of standins/hub_mirror/hostile.py."""
     install_product(kubectl, field_manager="e2e")
     tmp = ROOT / ".cluster" / "e2e-logs" / time.strftime("%Y%m%d-%H%M%S")
     tmp.mkdir(parents=True, exist_ok=True)
@@ -221,7 +222,7 @@ def running_platform(
     ca_pem, ca_key = make_ca("inference platform CA (e2e)", days=3650)
     ca_file = tmp / "platform-ca.crt"
     ca_file.write_bytes(ca_pem)
-    mirror = start_mirror(tokens=(HF_TOKEN,))
+    mirror = start_mirror(tokens=(HF_TOKEN,), hostile=hostile_hub)
     runtime = start_runtime(kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5)
     issuing = (
         start_issuer(ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(cluster.kubeconfig), period=0.5)
