@@ -101,7 +101,8 @@ def translate(
         )
     if isinstance(e, httpx2.HTTPError | OSError):
         return "unavailable", ModelSourceUnavailable(
-            f"{where_} could not be reached ({type(e).__name__}); retrying with backoff."
+            f"{where_} could not be reached ({type(e).__name__}); retrying with backoff.",
+            unreachable=True,
         )
     if isinstance(e, SafetensorsParsingError | ValueError):
         return "unavailable", ModelSourceUnavailable(

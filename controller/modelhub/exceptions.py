@@ -27,9 +27,20 @@ class ModelSourceUnavailable(Exception):  # noqa: N818
 
     ``status`` is the HTTP status when the Hub answered; ``retry_after`` the seconds to wait before
     asking again when known (the Hub's ``Retry-After``, or the backoff the client gave up on).
+    ``unreachable``: no connection at all (refused, reset, no route), which fails fast and says
+    nothing about one repository: the key is asked again after the first backoff step, never a
+    longer one, so an order sees the Hub back within that step once an outage ends.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        unreachable: bool = False,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.unreachable = unreachable

@@ -77,6 +77,27 @@ def test_a_503_without_retry_after_backs_off_exponentially_up_to_the_cap(hub_mir
     assert hub_mirror.request_count() == 8
 
 
+def test_a_hub_that_cannot_be_reached_is_asked_again_after_the_first_step_every_time() -> None:
+    """No connection at all says nothing about one repository, and costs a worker nothing: an
+    outage never stretches an order's wait past the first step, so the order sees the Hub back
+    within it (the chaos test's Hub outage). A 503 still backs off (the test above)."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: connection refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    clock = Clock()
+    client = HubClient(endpoint=f"http://127.0.0.1:{port}", timeout=5.0, clock=clock, rand=lambda: 0.5)
+    waits = []
+    for _ in range(4):
+        with pytest.raises(ModelSourceUnavailable, match="could not be reached") as err:
+            client.fetch_facts(repo_id=SMALL, revision=None, token=None)
+        assert err.value.unreachable and err.value.retry_after is not None
+        waits.append(err.value.retry_after)
+        clock.now += err.value.retry_after
+    assert waits == [7.5, 7.5, 7.5, 7.5]
+
+
 def test_the_jitter_spreads_the_waits_of_clients_refused_together(hub_mirror: RunningMirror) -> None:
     waits = set()
     for rand in (0.0, 0.3, 0.9):
