@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.modelhub.store import NAME as FACTS
-from testkit.platform import NS, Platform, hf
+from testkit.platform import Platform, hf
 
 pytestmark = pytest.mark.cluster
 
@@ -15,11 +14,7 @@ MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 
 
 def test_a_429_with_retry_after_is_honoured(platform: Platform, ns: str) -> None:
-    sha = platform.mirror.repos[MODEL].sha
-    # The facts of that commit may be on record from an earlier module's order (the facts store is a
-    # ConfigMap that outlives a controller): without it, and with a fresh process, the Hub is asked.
-    platform.kubectl("delete", "configmap", FACTS, "-n", NS, "--ignore-not-found")
-    platform.controller.restart()
+    sha = platform.mirror.repos[MODEL].sha  # a revision no earlier order left in the client's cache
     platform.mirror.inject_fault(429, match=MODEL, retry_after="2", times=2)
     try:
         platform.create_order(ns, "o", hf(MODEL, ref={"revision": sha}))
