@@ -17,8 +17,10 @@ from webhook.problems import Problems, shown
 
 COMPUTE_CAPABILITY = re.compile(COMPUTE_CAPABILITY_PATTERN)
 # An image reference: [registry[:port]/]path[:tag][@digest], without spaces or upper-case repository names.
+# A path component is the distribution grammar's: alphanumerics joined by one `.` or `_`, by `__`, or by
+# dashes (so `a..b` and `a._b` are refused, as a registry would).
 IMAGE = re.compile(
-    r"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+|/[a-z0-9]+)*"
+    r"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[a-z0-9]+:[a-f0-9]{32,})?$"
 )
 # A quantization method name as the planner compares it: lower case, as in a model's quantization_config.

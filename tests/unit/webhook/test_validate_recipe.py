@@ -57,6 +57,14 @@ def test_a_valid_recipe_has_no_problems(recipe: dict[str, Any]) -> None:
             id="the image is an image reference",
         ),
         pytest.param(
+            make_recipe(spec__image="a..b"),
+            [
+                "`spec.image`: must be a container image reference such as `vllm/vllm-openai:v0.11.0`, "
+                'not "a..b"'
+            ],
+            id="two dots do not join a path component (found by the contract-derived fuzz judge)",
+        ),
+        pytest.param(
             make_recipe(spec__endpointTypes=[]),
             ["`spec.endpointTypes`: must list at least one item"],
             id="endpointTypes is not empty",
