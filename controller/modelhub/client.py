@@ -30,7 +30,7 @@ Caches (``controller.modelhub.cache``), for N orders of one model:
   seconds (default 900), and per (repo, commit) four times as long: a hostile repository is read
   once, and then costs one model-info request per ``refused_ttl`` per revision;
 - unavailability (ModelSourceUnavailable: 429, 5xx, no answer) per (repo, revision, token digest),
-  held for a jittered exponential backoff (10 s, 20 s... up to 320 s; an unreachable Hub only the first step; never less than a
+  held for a jittered exponential backoff (10 s, 20 s... up to 320 s for slow failures, a fast one only the first step; never less than a
   ``Retry-After``, ``controller.modelhub.retry``) during which the Hub is not asked for that key and the
   error carries the remaining wait (``retry_after``), after which the order is requeued.
 
@@ -228,7 +228,7 @@ class HubClient:
     def _hold(self, key: tuple[str, str, str], e: ModelSourceUnavailable) -> None:
         """Remember an unavailability: the key is not sent to the Hub for the backoff's wait."""
         before = self._held.get(key)
-        failures = before.failures + 1 if before is not None and not e.unreachable else 0
+        failures = before.failures + 1 if before is not None and e.slow else 0
         delay = backoff_delay(failures, e.retry_after, self._retry, self._rand())
         self._held.put(key, _Held(e, failures, self._clock() + delay))
         e.retry_after = delay

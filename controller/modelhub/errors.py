@@ -97,12 +97,12 @@ def translate(
         )
     if isinstance(e, httpx2.TimeoutException):
         return "unavailable", ModelSourceUnavailable(
-            f"{where_} did not answer within {timeout:g}s for `{repo_id}`; retrying with backoff."
+            f"{where_} did not answer within {timeout:g}s for `{repo_id}`; retrying with backoff.",
+            slow=True,
         )
     if isinstance(e, httpx2.HTTPError | OSError):
         return "unavailable", ModelSourceUnavailable(
-            f"{where_} could not be reached ({type(e).__name__}); retrying with backoff.",
-            unreachable=True,
+            f"{where_} could not be reached ({type(e).__name__}); retrying with backoff."
         )
     if isinstance(e, SafetensorsParsingError | ValueError):
         return "unavailable", ModelSourceUnavailable(

@@ -27,9 +27,10 @@ class ModelSourceUnavailable(Exception):  # noqa: N818
 
     ``status`` is the HTTP status when the Hub answered; ``retry_after`` the seconds to wait before
     asking again when known (the Hub's ``Retry-After``, or the backoff the client gave up on).
-    ``unreachable``: no connection at all (refused, reset, no route), which fails fast and says
-    nothing about one repository: the key is asked again after the first backoff step, never a
-    longer one, so an order sees the Hub back within that step once an outage ends.
+    ``slow``: the Hub took the whole timeout or deadline (a worker waited for it). Only a slow
+    failure lengthens the key's backoff step by step; a fast one (no connection, a 5xx) costs a worker
+    nothing, so the key is asked again after the first step, and an order sees the Hub back within
+    that step once an outage ends (no reason outlives its cause by more than that).
     """
 
     def __init__(
@@ -38,9 +39,9 @@ class ModelSourceUnavailable(Exception):  # noqa: N818
         *,
         status: int | None = None,
         retry_after: float | None = None,
-        unreachable: bool = False,
+        slow: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
-        self.unreachable = unreachable
+        self.slow = slow
