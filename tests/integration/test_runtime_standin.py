@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import ssl
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -203,8 +204,16 @@ def put_tls_secret(api: k8s.ApiClient, namespace: str, order: str, cert: bytes, 
         core.create_namespaced_secret(namespace, secret)
 
 
-def last_handshake(runtime: RunningRuntime, host: str) -> dict[str, Any]:
-    return [h for h in runtime.handshakes() if h["host"] == host][-1]
+def last_handshake(runtime: RunningRuntime, host: str, serial: str | None = None) -> dict[str, Any]:
+    """The runtime's last recorded handshake for ``host``. With ``serial``, waits (up to 5 s) for one
+    that served it: the stand-in records a failed handshake from its TLS thread, which can come a
+    moment after the client has seen the failure."""
+    deadline = time.monotonic() + (5.0 if serial is not None else 0.0)
+    while True:
+        last = [h for h in runtime.handshakes() if h["host"] == host][-1]
+        if serial is None or last["serial"] == serial or time.monotonic() > deadline:
+            return last
+        time.sleep(0.1)
 
 
 @pytest.mark.usefixtures("crds")
@@ -222,7 +231,7 @@ def test_the_orders_tls_secret_is_served_and_its_rotation_reaches_new_connection
         put_tls_secret(api, namespace, "tls", cert, key)
         ok = prober.probe(url, None)
         assert ok.ok, ok.detail
-        seen = last_handshake(runtime, host)
+        seen = last_handshake(runtime, host, leaf_serial(cert))
         assert (seen["source"], seen["serial"], seen["ok"]) == ("secret", leaf_serial(cert), True)
         served.append(seen["serial"])
     assert served[0] != served[1]
@@ -234,7 +243,7 @@ def test_the_orders_tls_secret_is_served_and_its_rotation_reaches_new_connection
     refused = prober.probe(url, None)
     assert not refused.ok
     assert "CERTIFICATE_VERIFY_FAILED" in refused.detail, refused.detail
-    seen = last_handshake(runtime, host)
+    seen = last_handshake(runtime, host, leaf_serial(rogue))
     assert (seen["source"], seen["serial"], seen["ok"]) == ("secret", leaf_serial(rogue), False)
 
     k8s.CoreV1Api(api).delete_namespaced_secret("tls-tls", namespace)
