@@ -1,4 +1,4 @@
-"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...] [--throttle B] [--hostile]``:
+"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...] [--throttle B] [--hostile] [--tree-page N]``:
 serve the HF mirror (``--throttle``: at most B bytes per second per file body; ``--hostile``: with
 the hostile repositories of ``standins.hub_mirror.hostile``).
 
@@ -15,6 +15,7 @@ import signal
 import threading
 
 from standins.hub_mirror import DEFAULT_TOKEN, start_mirror
+from standins.hub_mirror.server import TREE_PAGE
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,11 +30,19 @@ def main(argv: list[str] | None = None) -> None:
         help="bytes per second of each file body (default: unthrottled)",
     )
     parser.add_argument("--hostile", action="store_true", help="also serve standins.hub_mirror.hostile")
+    parser.add_argument(
+        "--tree-page", type=int, default=TREE_PAGE, help="entries per page of a tree listing (default: 1000)"
+    )
     args = parser.parse_args(argv)
     env_tokens = [t for t in os.environ.get("HF_MIRROR_TOKENS", "").split(",") if t.strip()]
     tokens = args.token or env_tokens or [DEFAULT_TOKEN]
     mirror = start_mirror(
-        host=args.host, port=args.port, tokens=tokens, throttle=args.throttle, hostile=args.hostile
+        host=args.host,
+        port=args.port,
+        tokens=tokens,
+        throttle=args.throttle,
+        hostile=args.hostile,
+        tree_page=args.tree_page,
     )
     print(f"HF mirror listening on {mirror.url}", flush=True)
     done = threading.Event()
