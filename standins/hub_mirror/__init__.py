@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from standins.hub_mirror.repos import Repo, load_repos
+from standins.hub_mirror.repos import Repo, RepoFile, load_repos
 from standins.hub_mirror.server import DEFAULT_TOKEN, TREE_PAGE, MirrorServer, MirrorState, Request
 
 __all__ = ["DEFAULT_TOKEN", "Request", "RunningMirror", "start_mirror"]
@@ -65,6 +65,12 @@ class RunningMirror:
         self.stop()
 
 
+def capped(f: RepoFile, cap: int) -> RepoFile:
+    """``f`` cut to ``cap`` bytes, or to its head when that is longer (see ``start_mirror``)."""
+    size = min(f.size, max(cap, len(f.head)))
+    return f if size == f.size else replace(f, size=size)
+
+
 def start_mirror(
     *,
     host: str = "127.0.0.1",
@@ -73,16 +79,23 @@ def start_mirror(
     throttle: float | None = None,
     hostile: bool = False,
     tree_page: int = TREE_PAGE,
+    file_cap: int | None = None,
 ) -> RunningMirror:
     """Serve the mirror on ``host:port`` (0: a free port) in a daemon thread; ``throttle`` caps each
     file body at that many bytes per second; ``hostile`` adds the repositories of
     ``standins.hub_mirror.hostile``; ``tree_page`` is the most entries a page of a tree listing holds
-    (the Hub's 1000 unless a test wants to see the paging)."""
+    (the Hub's 1000 unless a test wants to see the paging); ``file_cap`` serves every file cut to at
+    most that many bytes (but never shorter than the bytes it starts with), with the same names, so a
+    test can download whole repositories: model info, the tree, ``HEAD`` and the body all give the cut
+    size."""
     repos = load_repos()
     if hostile:
         from standins.hub_mirror.hostile import hostile_repos
 
         repos.update(hostile_repos())
+    if file_cap is not None:
+        for repo in repos.values():
+            repo.files = {name: capped(f, file_cap) for name, f in repo.files.items()}
     state = MirrorState(repos=repos, tokens=frozenset(tokens), throttle=throttle, tree_page=tree_page)
     server = MirrorServer((host, port), state)
     thread = threading.Thread(target=server.serve_forever, name="hf-mirror", daemon=True)

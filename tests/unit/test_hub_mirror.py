@@ -237,6 +237,24 @@ def test_snapshot_download_with_patterns_lists_the_tree_and_fetches_only_the_mat
     ]
 
 
+def test_a_file_cap_serves_every_file_cut_with_the_same_names_and_headers(tmp_path: Path) -> None:
+    with start_mirror(file_cap=1000) as small:
+        repo = "Qwen/Qwen2.5-7B-Instruct"
+        full = load_repos()[repo].files
+        cut = small.repos[repo].files
+        assert set(cut) == set(full)
+        shard = cut["model-00001-of-00004.safetensors"]
+        assert (
+            shard.size == len(full["model-00001-of-00004.safetensors"].head) > 1000
+        )  # its header stays whole
+        assert cut["config.json"].size == full["config.json"].size  # small files as they are
+        assert cut["vocab.json"].size == 1000
+        info = HfApi(endpoint=small.url, token=False).model_info(repo, files_metadata=True)
+        assert {s.rfilename: s.size for s in info.siblings or []} == {n: f.size for n, f in cut.items()}
+        body = httpx.get(f"{small.url}/{repo}/resolve/main/model-00001-of-00004.safetensors")
+        assert len(body.content) == shard.size and body.content == shard.head
+
+
 def test_the_command_line_prints_its_url_first() -> None:
     cmd = [
         sys.executable,
