@@ -119,3 +119,21 @@ def test_the_hpa_keeps_the_class_bounds() -> None:
         make_order(), make_class(spec={"scaling": {"minReplicas": 2, "maxReplicas": 3}}).spec
     )
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 3)
+
+
+def test_the_issued_tls_secret_carries_the_label_the_controllers_secret_informer_selects() -> None:
+    """cert-manager copies ``secretTemplate.labels`` onto ``<order>-tls``; the controller's Secret
+    informer lists only Secrets with the order label, and maps each to the order it names. Without
+    the template the issued Secret is never seen, so never adopted (found by the e2e run on the real
+    cert-manager). Mutant: no ``secretTemplate`` (or one without the order label)."""
+    from controller.kinds import KINDS
+
+    order = make_order()
+    crt = by_kind(render.workload(order, Plan(), make_class().spec, SETTINGS, revision=None))["Certificate"]
+    spec = crt["spec"]
+    assert isinstance(spec, dict)
+    issued = {"metadata": {"name": spec["secretName"], "labels": spec["secretTemplate"]["labels"]}}
+    (secrets,) = [k for k in KINDS if k.kind == "Secret"]
+    assert secrets.label_selector == names.LABEL_ORDER  # an existence selector on the order label
+    assert secrets.label_selector in issued["metadata"]["labels"]
+    assert names.order_of(issued) == order.metadata.name
