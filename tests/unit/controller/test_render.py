@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from controller import render
 from controller.config.settings import Settings
-from shared import names
+from shared import names, runtime_images
 from tests.unit.controller.builders import make_class, make_order
 
 
@@ -21,7 +21,7 @@ class Plan:
     capacity_requests: dict[str, str] | None = None
     sharing_mode: str = "Exclusive"
     share_percent: int = 100
-    image: str = "vllm/vllm-openai:v0.11.0"
+    image: str = runtime_images.pinned().image
     args: list[str] = field(default_factory=lambda: ["--model", "/models/model", "--enable-ssl-refresh"])
     cpu: str = "4"
     memory: str = "32Gi"
