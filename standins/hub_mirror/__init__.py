@@ -79,20 +79,26 @@ def start_mirror(
     throttle: float | None = None,
     hostile: bool = False,
     tree_page: int = TREE_PAGE,
+    tiny: bool = False,
     file_cap: int | None = None,
 ) -> RunningMirror:
     """Serve the mirror on ``host:port`` (0: a free port) in a daemon thread; ``throttle`` caps each
     file body at that many bytes per second; ``hostile`` adds the repositories of
     ``standins.hub_mirror.hostile``; ``tree_page`` is the most entries a page of a tree listing holds
-    (the Hub's 1000 unless a test wants to see the paging); ``file_cap`` serves every file cut to at
-    most that many bytes (but never shorter than the bytes it starts with), with the same names, so a
-    test can download whole repositories: model info, the tree, ``HEAD`` and the body all give the cut
-    size."""
+    (the Hub's 1000 unless a test wants to see the paging); ``tiny`` adds the tiny real models of
+    ``devtools.tiny_models`` that are built in the cache (``standins.hub_mirror.tiny``), served whole;
+    ``file_cap`` serves every file cut to at most that many bytes (but never shorter than the bytes it
+    starts with, so real files such as the tiny models' stay whole), with the same names, so a test
+    can download whole repositories: model info, the tree, ``HEAD`` and the body all give the cut size."""
     repos = load_repos()
     if hostile:
         from standins.hub_mirror.hostile import hostile_repos
 
         repos.update(hostile_repos())
+    if tiny:
+        from standins.hub_mirror.tiny import tiny_repos
+
+        repos.update(tiny_repos())
     if file_cap is not None:
         for repo in repos.values():
             repo.files = {name: capped(f, file_cap) for name, f in repo.files.items()}

@@ -1,6 +1,8 @@
-"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...] [--throttle B] [--hostile] [--tree-page N]``:
+"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...] [--throttle B] [--hostile] [--tiny]
+[--tree-page N]``:
 serve the HF mirror (``--throttle``: at most B bytes per second per file body; ``--hostile``: with
-the hostile repositories of ``standins.hub_mirror.hostile``).
+the hostile repositories of ``standins.hub_mirror.hostile``; ``--tiny``: with the tiny real models
+built in the cache, see ``devtools.tiny_models``).
 
 The first stdout line is ``HF mirror listening on http://HOST:PORT``. Tokens accepted for gated
 repositories: ``--token`` (repeatable), else ``HF_MIRROR_TOKENS`` (comma-separated), else
@@ -30,6 +32,7 @@ def main(argv: list[str] | None = None) -> None:
         help="bytes per second of each file body (default: unthrottled)",
     )
     parser.add_argument("--hostile", action="store_true", help="also serve standins.hub_mirror.hostile")
+    parser.add_argument("--tiny", action="store_true", help="also serve the tiny real models (built)")
     parser.add_argument(
         "--tree-page", type=int, default=TREE_PAGE, help="entries per page of a tree listing (default: 1000)"
     )
@@ -43,6 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         throttle=args.throttle,
         hostile=args.hostile,
         tree_page=args.tree_page,
+        tiny=args.tiny,
     )
     print(f"HF mirror listening on {mirror.url}", flush=True)
     done = threading.Event()
