@@ -1,7 +1,9 @@
-"""The product running against the real local plane, for the e2e tests and bench.chaos.
+"""The product running against the real local plane, for the e2e tests.
 
 ``running_platform`` installs cert-manager's CRDs, the bundled class and recipe, the shipped RBAC and
-the module settings; starts the Hub mirror and the runtime stand-in in-process; and runs the controller
+the module settings; runs the real cert-manager with the shipped endpoint PKI (testkit/endpoint_pki.py:
+every order's Certificate is issued by cert-manager, and the probe trusts the CA the platform's
+Secret carries); starts the Hub mirror and the runtime stand-in in-process; and runs the controller
 as a real process (devtools/product/controller.py) under its ServiceAccount. The controller's probe
 reaches the stand-in through the documented module setting ``probeAddressOverride``, not a test-only
 branch; likewise its scrapes of a running model fetcher go to ``fetcher_metrics_port`` on loopback
@@ -20,7 +22,7 @@ import pathlib
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +36,8 @@ from devtools.cluster.identity import service_account_kubeconfig
 from devtools.product.controller import NAMESPACE, SETTINGS_CONFIGMAP, ControllerProcess
 from devtools.wait import wait_for
 from standins.hub_mirror import RunningMirror, start_mirror
-from standins.issuer import start_issuer
-from standins.runtime import RunningRuntime, make_ca, start_runtime
+from standins.runtime import RunningRuntime, start_runtime
+from testkit.endpoint_pki import RealIssuer, apply_endpoint_pki, running_issuer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NS = NAMESPACE
@@ -62,8 +64,9 @@ class Platform:
     mirror: RunningMirror
     runtime: RunningRuntime
     controller: ControllerProcess
+    issuer: RealIssuer  # cert-manager's controller; ``issuer.paused()`` stops issuing for a block
     ca_file: pathlib.Path  # the platform CA the probe trusts (module setting platformCAFile)
-    ca_key_pem: bytes  # its key: tests issue endpoint certificates with it, as cert-manager's CA issuer does
+    ca_key_pem: bytes  # its key (cert-manager's CA issuer's): for certificates written by hand
     fetcher_metrics_port: int = 0
     cluster_objects: list[tuple[str, str]] = field(default_factory=list)
 
@@ -199,14 +202,15 @@ def controller_env() -> dict[str, str]:
 
 @contextmanager
 def running_platform(
-    cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient, *, issuer: bool = True, hostile_hub: bool = False
+    cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient, *, hostile_hub: bool = False
 ) -> Iterator[Platform]:
     """The product installed and running until the ``with`` block ends; logs under .cluster/e2e-logs.
 
-    The runtime serves only the certificate the platform issued into ``<order>-tls``, so an order is
-    Ready only once its Certificate is issued: by the issuer stand-in (``issuer``), or by a real
-    cert-manager the caller runs. ``hostile_hub``: the mirror also serves the hostile repositories
-    of standins/hub_mirror/hostile.py."""
+    cert-manager issues every order's Certificate from the shipped chain (testkit/endpoint_pki.py),
+    and the runtime stand-in serves only the certificate in ``<order>-tls``, so an order is Ready
+    only once cert-manager has issued its Certificate. ``hostile_hub``: the mirror also serves the
+    hostile repositories of standins/hub_mirror/hostile.py. The time cert-manager took to start and
+    the PKI to be issued are written to ``timings.json`` in the log directory."""
     install_product(kubectl, field_manager="e2e")
     tmp = ROOT / ".cluster" / "e2e-logs" / time.strftime("%Y%m%d-%H%M%S")
     tmp.mkdir(parents=True, exist_ok=True)
@@ -217,41 +221,39 @@ def running_platform(
         name="inference-controller",
         out=tmp / "controller.kubeconfig",
     )
-    # It outlives the endpoint certificates (90 days by default), as the real platform CA (10 years)
-    # does: cert-manager's CA issuer cuts a certificate short at its CA's expiry.
-    ca_pem, ca_key = make_ca("inference platform CA (e2e)", days=3650)
-    ca_file = tmp / "platform-ca.crt"
-    ca_file.write_bytes(ca_pem)
-    mirror = start_mirror(tokens=(HF_TOKEN,), hostile=hostile_hub)
-    runtime = start_runtime(kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5)
-    issuing = (
-        start_issuer(ca_cert_pem=ca_pem, ca_key_pem=ca_key, kubeconfig=str(cluster.kubeconfig), period=0.5)
-        if issuer
-        else None
-    )
-    fetcher_port = procs.free_port()
-    apply_settings(
-        kubectl,
-        field_manager="e2e",
-        probeAddressOverride=runtime.address,
-        platformCAFile=str(ca_file),
-        hfEndpoint=mirror.url,
-        modelFetcherMetricsAddressOverride=f"127.0.0.1:{fetcher_port}",
-    )
-    controller = ControllerProcess(kubeconfig=sa_kubeconfig, env=controller_env(), log_dir=tmp)
-    p = Platform(cluster, kubectl, api, mirror, runtime, controller, ca_file, ca_key, fetcher_port)
-    try:
-        controller.start()
-        yield p
-    finally:
-        controller.stop()
-        if issuing is not None:
-            issuing.stop()
-        runtime.stop()
-        mirror.stop()
-        for kind, name in p.cluster_objects:
-            kubectl("delete", kind, name, "--ignore-not-found", "--wait=false", check=False)
-        print(f"controller logs: {tmp}")
+    with ExitStack() as stack:
+        issuer = stack.enter_context(running_issuer(cluster, kubectl, tmp / "cert-manager"))
+        pki = apply_endpoint_pki(kubectl, field_manager="e2e")
+        (tmp / "timings.json").write_text(
+            json.dumps({"cert_manager_ready_s": issuer.ready_seconds[0], "endpoint_pki_s": pki.seconds})
+        )
+        ca_file = tmp / "platform-ca.crt"
+        ca_file.write_bytes(pki.ca_pem)
+        mirror = start_mirror(tokens=(HF_TOKEN,), hostile=hostile_hub)
+        stack.callback(mirror.stop)
+        runtime = start_runtime(kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5)
+        stack.callback(runtime.stop)
+        fetcher_port = procs.free_port()
+        apply_settings(
+            kubectl,
+            field_manager="e2e",
+            probeAddressOverride=runtime.address,
+            platformCAFile=str(ca_file),
+            hfEndpoint=mirror.url,
+            modelFetcherMetricsAddressOverride=f"127.0.0.1:{fetcher_port}",
+        )
+        controller = ControllerProcess(kubeconfig=sa_kubeconfig, env=controller_env(), log_dir=tmp)
+        p = Platform(
+            cluster, kubectl, api, mirror, runtime, controller, issuer, ca_file, pki.ca_key_pem, fetcher_port
+        )
+        try:
+            controller.start()
+            yield p
+        finally:
+            controller.stop()
+            for kind, name in p.cluster_objects:
+                kubectl("delete", kind, name, "--ignore-not-found", "--wait=false", check=False)
+            print(f"controller logs: {tmp}")
 
 
 def controller_writes(p: Platform, *, events: bool = False) -> float:

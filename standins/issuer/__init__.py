@@ -1,5 +1,5 @@
-"""A stand-in for cert-manager's CA issuer, where cert-manager does not run (``make demo``, the
-benches): for each cert-manager ``Certificate`` whose Secret does not exist yet, it writes that
+"""A stand-in for cert-manager's CA issuer, kept only where cert-manager does not run: ``make demo``
+(hack/demo), and the scale runs of ``bench.scale`` and ``bench.chaos``. For each cert-manager ``Certificate`` whose Secret does not exist yet, it writes that
 Secret (``kubernetes.io/tls``: ``tls.crt`` for the Certificate's ``dnsNames``, signed by the platform
 CA, for its ``duration``; ``tls.key``; ``ca.crt``; the ``secretTemplate``'s labels and annotations),
 as cert-manager's CA issuer does.
@@ -7,7 +7,8 @@ as cert-manager's CA issuer does.
 The runtime stand-in serves only such a Secret (``standins.runtime``), so an order is Ready only
 after its Certificate, as the controller rendered it, was issued. A Secret that exists is never
 touched (a renewal, or one written by hand, stands), and a Certificate is issued once per
-process. The end-to-end tests run the real cert-manager instead (``tests/integration``).
+process. The end-to-end tests run the real cert-manager instead, with the shipped issuer chain
+(testkit/endpoint_pki.py): there Ready depends on cert-manager issuing the Certificate.
 
 ``secret_for`` is pure; ``start_issuer`` polls the Certificates on a thread;
 ``python -m standins.issuer --ca-cert CA.crt --ca-key CA.key [--kubeconfig K] [--period 1]``

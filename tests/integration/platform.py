@@ -26,12 +26,11 @@ def platform(
     lws: lws_plane.Running,  # multi-node orders run on LeaderWorkerSet (tests/integration/lws_fixture.py)
     request: pytest.FixtureRequest,
 ) -> Iterator[Platform]:
-    """A module that sets ``PLATFORM_ISSUER = "cert-manager"`` runs the real cert-manager itself; the
-    others get the issuer stand-in (standins/issuer). A module that sets ``PLATFORM_HOSTILE_HUB = True``
-    gets a Hub mirror that also serves the hostile repositories (standins/hub_mirror/hostile.py)."""
-    issuer = getattr(request.module, "PLATFORM_ISSUER", "standin") != "cert-manager"
+    """Every module runs the real cert-manager with the shipped endpoint PKI (testkit/endpoint_pki.py).
+    A module that sets ``PLATFORM_HOSTILE_HUB = True`` gets a Hub mirror that also serves the hostile
+    repositories (standins/hub_mirror/hostile.py)."""
     hostile = bool(getattr(request.module, "PLATFORM_HOSTILE_HUB", False))
-    with running_platform(cluster, kubectl, api, issuer=issuer, hostile_hub=hostile) as p:
+    with running_platform(cluster, kubectl, api, hostile_hub=hostile) as p:
         yield p
 
 

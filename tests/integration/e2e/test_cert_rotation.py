@@ -4,15 +4,16 @@ The runtime (vLLM with ``--enable-ssl-refresh``, here the runtime stand-in) serv
 ``<order>-tls`` Secret and picks up a renewed one on new connections. The controller's probe
 verifies each against the platform CA (module setting ``platformCAFile``).
 
-- The renewal is cert-manager's own: a real cert-manager (built from its Go module) issues the
-  order's Certificate from a CA ClusterIssuer backed by the platform CA, and renews it the way
+- The renewal is cert-manager's own: the platform's cert-manager (built from its Go module) issues
+  the order's Certificate from the shipped ClusterIssuer ``inference-endpoints``
+  (deploy/base/cert-manager/endpoints-pki.yaml, testkit/endpoint_pki.py), and renews it the way
   ``cmctl renew`` does. Ready stays True throughout (sampled on a thread, and its
   ``lastTransitionTime`` never moves), the probe is served the new serial, and the workload is not
   touched: same pod, no restart, the Deployment's generation and template unchanged. Both
   certificates carry the rendered Certificate's ``duration`` and ``renewBefore`` (the module
   settings' defaults: 90 days, renewed when 30 are left), as cert-manager reports them.
-- The negative control writes the Secret by hand (cert-manager is not running then, so nothing
-  issues or re-issues behind the test's back): before any Secret the runtime presents no
+- The negative control writes the Secret by hand with cert-manager paused (``platform.issuer.paused()``:
+  its controller stopped, so nothing issues or re-issues behind the test's back): before any Secret the runtime presents no
   certificate and the order is not Ready; a platform-signed one makes it Ready; a certificate from
   another CA fails the probe with a verification error, and a platform-signed one brings the
   order back.
@@ -24,9 +25,7 @@ import base64
 import datetime as dt
 import json
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,51 +37,13 @@ from kubernetes import client as k8s
 from standins.runtime import make_ca, make_server_pair
 from standins.runtime.endpoint_tls import leaf_serial, serial_hex
 from testkit.platform import Obj, Platform, hf
-from tests.integration.cert_manager_fixture import renew, running_cert_manager
+from tests.integration.cert_manager_fixture import renew
 from tests.integration.conftest import wait_for
 
 pytestmark = pytest.mark.cluster
 
 SMALL = "Qwen/Qwen2.5-0.5B-Instruct"
-PLATFORM_ISSUER = "cert-manager"  # the platform fixture runs no issuer stand-in: cert-manager, or nobody
 GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
-ISSUER = "inference-endpoints"  # the module setting endpointIssuer's default, a ClusterIssuer
-ISSUER_CA_SECRET = "e2e-endpoint-ca"
-
-
-@pytest.fixture
-def endpoint_issuer(platform: Platform, tmp_path: Path) -> Iterator[None]:
-    """cert-manager's controller running, and the ClusterIssuer the orders' Certificates name: a CA
-    issuer holding the platform CA (in cert-manager's cluster resource namespace)."""
-    ca_secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": ISSUER_CA_SECRET, "namespace": "cert-manager"},
-        "type": "kubernetes.io/tls",
-        "stringData": {"tls.crt": platform.ca_file.read_text(), "tls.key": platform.ca_key_pem.decode()},
-    }
-    issuer = {
-        "apiVersion": "cert-manager.io/v1",
-        "kind": "ClusterIssuer",
-        "metadata": {"name": ISSUER},
-        "spec": {"ca": {"secretName": ISSUER_CA_SECRET}},
-    }
-    with running_cert_manager(platform.cluster, platform.kubectl, tmp_path, binaries=("controller",)):
-        platform.apply(ca_secret)
-        platform.apply(issuer)
-        try:
-            wait_for(
-                lambda: platform.get("clusterissuer", ISSUER),
-                lambda o: o is not None and platform.condition(o, "Ready").get("status") == "True",
-                timeout=60,
-                message=f"ClusterIssuer {ISSUER} Ready",
-            )
-            yield
-        finally:
-            platform.kubectl("delete", "clusterissuer", ISSUER, "--ignore-not-found", check=False)
-            platform.kubectl(
-                "delete", "secret", ISSUER_CA_SECRET, "-n", "cert-manager", "--ignore-not-found", check=False
-            )
 
 
 # -- what is observed --------------------------------------------------------------------------
@@ -235,7 +196,7 @@ def write_tls_secret(platform: Platform, ns: str, name: str, cert: bytes, key: b
 
 
 def test_a_renewal_by_cert_manager_is_served_to_the_probe_while_ready_holds_and_nothing_restarts(
-    platform: Platform, endpoint_issuer: None, ns: str
+    platform: Platform, ns: str
 ) -> None:
     name = "rotated"
     platform.create_order(ns, name, hf(SMALL))
@@ -303,50 +264,51 @@ def test_a_renewal_by_cert_manager_is_served_to_the_probe_while_ready_holds_and_
 def test_a_certificate_not_signed_by_the_platform_ca_fails_the_probe_until_a_good_one_returns(
     platform: Platform, ns: str
 ) -> None:
-    name = "forged"
-    platform.create_order(ns, name, hf(SMALL))
-    wait_for(
-        lambda: platform.order(ns, name),
-        lambda o: bool((o.get("status") or {}).get("endpoint")),
-        timeout=120,
-        message=f"{ns}/{name} endpoint",
-    )
-    host = endpoint_host(platform, ns, name)
-    hosts = (host, f"{host}.cluster.local")
-    ca_pem = platform.ca_file.read_bytes()
-    # Nothing issues the Certificate here (cert-manager is not running, the issuer stand-in is off
-    # in this module): the runtime has no certificate to present, so the probe fails and the order
-    # is not Ready until the Secret is written.
-    wait_for(
-        lambda: [h for h in platform.runtime.handshakes() if h["host"] == host],
-        bool,
-        timeout=120,
-        message=f"a probe of {host} before any certificate",
-    )
-    assert all(
-        not h["ok"] and h["serial"] is None for h in platform.runtime.handshakes() if h["host"] == host
-    )
-    assert (platform.order(ns, name).get("status") or {}).get("phase") != "Ready"
+    with platform.issuer.paused():
+        name = "forged"
+        platform.create_order(ns, name, hf(SMALL))
+        wait_for(
+            lambda: platform.order(ns, name),
+            lambda o: bool((o.get("status") or {}).get("endpoint")),
+            timeout=120,
+            message=f"{ns}/{name} endpoint",
+        )
+        host = endpoint_host(platform, ns, name)
+        hosts = (host, f"{host}.cluster.local")
+        ca_pem = platform.ca_file.read_bytes()
+        # Nothing issues the Certificate here (cert-manager is paused): the runtime has no
+        # certificate to present, so the probe fails and the order is not Ready until the Secret
+        # is written.
+        wait_for(
+            lambda: [h for h in platform.runtime.handshakes() if h["host"] == host],
+            bool,
+            timeout=120,
+            message=f"a probe of {host} before any certificate",
+        )
+        assert all(
+            not h["ok"] and h["serial"] is None for h in platform.runtime.handshakes() if h["host"] == host
+        )
+        assert (platform.order(ns, name).get("status") or {}).get("phase") != "Ready"
 
-    good_cert, good_key = make_server_pair(ca_pem, platform.ca_key_pem, hosts)
-    write_tls_secret(platform, ns, name, good_cert, good_key)
-    platform.wait_phase(ns, name, "Ready", timeout=120)
-    wait_probe_served(platform, host, leaf_serial(good_cert))
+        good_cert, good_key = make_server_pair(ca_pem, platform.ca_key_pem, hosts)
+        write_tls_secret(platform, ns, name, good_cert, good_key)
+        platform.wait_phase(ns, name, "Ready", timeout=120)
+        wait_probe_served(platform, host, leaf_serial(good_cert))
 
-    rogue_cert, rogue_key = make_server_pair(*make_ca("not the platform CA"), hosts)
-    write_tls_secret(platform, ns, name, rogue_cert, rogue_key)
-    failed = platform.wait_reason(ns, name, "Ready", "ServiceUnhealthy", timeout=60)
-    ready = platform.condition(failed, "Ready")
-    assert ready["status"] == "False"
-    assert "certificate verify failed" in ready["message"], ready["message"]
-    refused = [
-        h
-        for h in platform.runtime.handshakes()
-        if h["host"] == host and h["serial"] == leaf_serial(rogue_cert)
-    ]
-    assert refused and not any(h["ok"] for h in refused), refused
+        rogue_cert, rogue_key = make_server_pair(*make_ca("not the platform CA"), hosts)
+        write_tls_secret(platform, ns, name, rogue_cert, rogue_key)
+        failed = platform.wait_reason(ns, name, "Ready", "ServiceUnhealthy", timeout=60)
+        ready = platform.condition(failed, "Ready")
+        assert ready["status"] == "False"
+        assert "certificate verify failed" in ready["message"], ready["message"]
+        refused = [
+            h
+            for h in platform.runtime.handshakes()
+            if h["host"] == host and h["serial"] == leaf_serial(rogue_cert)
+        ]
+        assert refused and not any(h["ok"] for h in refused), refused
 
-    renewed_cert, renewed_key = make_server_pair(ca_pem, platform.ca_key_pem, hosts)
-    write_tls_secret(platform, ns, name, renewed_cert, renewed_key)
-    platform.wait_phase(ns, name, "Ready", timeout=60)
-    wait_probe_served(platform, host, leaf_serial(renewed_cert))
+        renewed_cert, renewed_key = make_server_pair(ca_pem, platform.ca_key_pem, hosts)
+        write_tls_secret(platform, ns, name, renewed_cert, renewed_key)
+        platform.wait_phase(ns, name, "Ready", timeout=60)
+        wait_probe_served(platform, host, leaf_serial(renewed_cert))

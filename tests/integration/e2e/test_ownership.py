@@ -17,24 +17,12 @@ SMALL = "Qwen/Qwen2.5-0.5B-Instruct"
 
 
 def test_the_tls_secret_is_adopted_by_the_order_and_deleted_with_it(platform: Platform, ns: str) -> None:
+    """The Secret is cert-manager's own (the platform runs it): it carries the labels of the
+    Certificate's ``secretTemplate``, so the controller sees it and adopts it. Without them
+    (controller/render/network.py before the fix) it was never adopted and outlived the order."""
     platform.create_order(ns, "owned", hf(SMALL))
     platform.wait_phase(ns, "owned", "Ready", timeout=120)
     order_uid = platform.order(ns, "owned")["metadata"]["uid"]
-    # What cert-manager writes for the order's Certificate: the Secret, with the labels of the
-    # Certificate's secretTemplate (cert-manager runs in the cert-manager tests, not here).
-    platform.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {
-                "name": "owned-tls",
-                "namespace": ns,
-                "labels": {"ai.deckhouse.io/inference-service": "owned"},
-            },
-            "type": "kubernetes.io/tls",
-            "stringData": {"tls.crt": "cert", "tls.key": "key"},
-        }
-    )
 
     def owners() -> list[str]:
         secret = platform.get("secret", "owned-tls", ns) or {}
@@ -43,6 +31,9 @@ def test_the_tls_secret_is_adopted_by_the_order_and_deleted_with_it(platform: Pl
     wait_for(
         owners, lambda uids: order_uid in uids, timeout=60, message="the TLS Secret adopted by the order"
     )
+    issued = platform.get("secret", "owned-tls", ns) or {}
+    annotations = issued["metadata"].get("annotations") or {}
+    assert annotations.get("cert-manager.io/issuer-name") == "inference-endpoints", annotations
     platform.kubectl("delete", "inferenceservice", "owned", "-n", ns, "--wait=true")
     wait_for(
         lambda: platform.get("secret", "owned-tls", ns),
