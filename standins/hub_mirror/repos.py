@@ -35,10 +35,16 @@ class RepoFile:
     lfs: bool = False
     fill: bytes = b"\0"  # one byte: what the file reads as after ``head`` (zeros, or JSON-ish padding)
     unannounced: bool = False  # served without Content-Length (the body ends when the connection closes)
+    whole: bool = False  # ``head`` is the whole file (a real one): its ids are the real hashes
 
     @property
     def etag(self) -> str:
-        """The git blob id for regular files, the sha256 of the content for LFS files (both synthetic)."""
+        """The git blob id for regular files, the sha256 of the content for LFS files (synthetic
+        unless the file is ``whole``)."""
+        if self.whole:
+            if self.lfs:
+                return hashlib.sha256(self.head).hexdigest()
+            return hashlib.sha1(b"blob %d\0" % len(self.head) + self.head).hexdigest()
         algo = hashlib.sha256 if self.lfs else hashlib.sha1
         return algo(f"{self.path}:{self.size}".encode() + self.head[:4096]).hexdigest()
 
@@ -133,6 +139,8 @@ class Repo:
 
 
 def _blob_id(f: RepoFile) -> str:
+    if f.whole and not f.lfs:
+        return f.etag
     return hashlib.sha1(f.etag.encode()).hexdigest()
 
 
