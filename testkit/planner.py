@@ -169,7 +169,7 @@ def make_recipe(name: str = "vllm", **spec: Any) -> InferenceRecipe:
             {"method": "none", "minComputeCapability": "7.0"},
             {"method": "awq", "minComputeCapability": "7.5"},
             {"method": "gptq", "minComputeCapability": "7.5"},
-            {"method": "fp8", "minComputeCapability": "8.9"},
+            {"method": "fp8", "minComputeCapability": "8.0"},
         ],
     }
     body.update(spec)

@@ -13,7 +13,9 @@ How each fact is derived:
   ``feature-extraction`` / ``sentence-similarity`` pipelines or sentence-transformers files
   (``modules.json``, ``config_sentence_transformers.json``); Chat for ``*ForCausalLM`` /
   ``*ForConditionalGeneration``, the ``text-generation`` pipeline, or the ``conversational`` tag.
-- **Format**: Safetensors when the repository has safetensors files, else GGUF when it has GGUF files.
+- **Format**: Safetensors when the repository root has safetensors files (not a sentence-transformers
+  module's ``2_Dense/model.safetensors``), else GGUF when it has GGUF files; else the repository is
+  refused (``ModelFactsError``, ModelNotFound).
 - **Quantization**: ``quantization_config`` (awq, gptq, fp8, compressed-tensors, bitsandbytes),
   or, for GGUF, the file type in the chosen file's name (``Q4_K_M`` -> 4 bits).
 - **Parameter count**: the *logical* count, as the model card states it (``parameters``:
@@ -68,10 +70,7 @@ def model_facts(
     files = sibling_sizes(info)
     fmt = weight_format(files)
     if fmt is None:
-        raise ModelFactsError(
-            f"Repository `{repo_id}` has neither safetensors nor GGUF weight files at revision `{commit}`; "
-            "only those formats can be served."
-        )
+        raise ModelFactsError(no_weights_message(repo_id, commit, files))
     cfg: Mapping[str, Any] = config or info.get("config") or {}
     check_config(cfg, "`config.json`" if config else "the model info's `config`")
     if fmt == "GGUF" and not config and gguf_metadata:
@@ -154,11 +153,29 @@ def sibling_sizes(info: Mapping[str, Any]) -> dict[str, int | None]:
 
 
 def weight_format(files: Mapping[str, Any]) -> ModelFormat | None:
-    if any(name.endswith(".safetensors") for name in files):
+    """Safetensors when the repository root has safetensors files (vLLM loads the root only: a
+    sentence-transformers module's ``2_Dense/model.safetensors`` is no model weights), else GGUF when
+    it has GGUF files, else None."""
+    if any("/" not in name and name.endswith(".safetensors") for name in files):
         return "Safetensors"
     if any(name.endswith(".gguf") for name in files):
         return "GGUF"
     return None
+
+
+def no_weights_message(repo_id: str, commit: str, files: Mapping[str, Any]) -> str:
+    """Why a repository without servable weights is refused, naming what it has instead."""
+    message = (
+        f"Repository `{repo_id}` has neither safetensors nor GGUF weight files at revision `{commit}` "
+        "(safetensors count at the repository root); only those formats can be served"
+    )
+    nested = sorted(n for n in files if "/" in n and n.endswith(".safetensors"))
+    other = sorted(n for n in files if "/" not in n and n.endswith((".bin", ".pt", ".pth")))
+    if nested:
+        message += f" (`{nested[0]}` is a module's file, not the model's weights)"
+    if other:
+        message += f"; `{other[0]}` is a PyTorch pickle, which the platform does not load"
+    return message + "."
 
 
 def endpoint_types(

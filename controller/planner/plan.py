@@ -5,7 +5,8 @@ The checks run in this order, and the first failure is the answer (Planned=False
 1. PlacementUndecidable: the class's selector does not compile, a device class does not exist or
    its own selector fails, or the class's selector fails on a device.
 2. NoCompatibleRuntimeAvailable: no recipe serves the endpoint type, format and architecture, or
-   none knows the model's quantization method.
+   none knows the model's quantization method, or the model is a ``*ForCausalLM`` reranker whose
+   conversion vLLM does not document (``rerankers``).
 3. ResourceClaimExhausted: every allowed device class is in ``skip_device_classes``.
 4. The search: device classes in the class's order, sharing modes in its order, smallest fit
    first. An unchanged plan stays on the devices the order already holds.
@@ -30,6 +31,7 @@ from controller.planner.inventory import Inventory, fleet_groups
 from controller.planner.launch import LaunchPlan, PlanOutcome, PlanRequest, fail, planned
 from controller.planner.placement import candidates, tensor_parallel_sizes
 from controller.planner.recipes import RecipeChoice, model_recipes, ordered_recipes, quantization_method
+from controller.planner.rerankers import unsupported_reranker
 from controller.planner.search import Taken, best, recipes_by_capability
 from shared import reasons
 from shared.cel import CelError, Selector, compile_selector
@@ -75,6 +77,9 @@ def plan_order(request: PlanRequest) -> PlanOutcome:
             f"no recipe of the class serves {request.endpoint_type} for a {facts.format} "
             f"{facts.architecture or 'model'} (recipes: {names}).",
         )
+    refusal = unsupported_reranker(facts, request.endpoint_type)
+    if refusal is not None:
+        return fail(reasons.NO_COMPATIBLE_RUNTIME_AVAILABLE, refusal)
     method = quantization_method(facts)
     choices = [c for c in fitting if c.min_capability is not None]
     if not choices:

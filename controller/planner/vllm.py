@@ -15,6 +15,9 @@ Pooling endpoints use ``--runner pooling`` with ``--convert embed`` (Embeddings)
   across the nodes, on Ray (``--distributed-executor-backend ray``), as vLLM's
   ``examples/online_serving/multi-node-serving.sh`` documents; the Ray cluster is started by the
   LeaderWorkerSet's pods (``controller.render.group``).
+- **Rerankers built on ``*ForCausalLM``** (Qwen3-Reranker, bge-reranker-v2-gemma, mxbai-rerank-v2)
+  get the ``--hf-overrides`` vLLM documents for them beside ``--convert classify``
+  (``controller.planner.rerankers``; the planner refuses the others).
 - **Remote code**: ``--trust-remote-code`` only for a model whose config needs it; the planner picks
   such a model only with a recipe that opts in (``trustRemoteCode``).
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.model_facts.facts import ModelFacts
+from controller.planner.rerankers import hf_overrides
 from shared import names
 
 MODEL_PATH = f"{names.MODEL_MOUNT_PATH}/model"  # where the model fetcher downloads the repository
@@ -93,6 +97,9 @@ def vllm_args(launch: VllmLaunch) -> list[str]:
         args += ["--runner", "pooling", "--convert", "embed"]
     elif launch.endpoint_type == "Rerank":
         args += ["--runner", "pooling", "--convert", "classify"]
+        overrides = hf_overrides(launch.facts, launch.endpoint_type)
+        if overrides is not None:
+            args += ["--hf-overrides", overrides]
     args += ["--ssl-certfile", TLS_CERT, "--ssl-keyfile", TLS_KEY, "--enable-ssl-refresh"]
     args += list(launch.extra_args)
     return args

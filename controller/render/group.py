@@ -11,7 +11,9 @@ pod restarts the whole group, since a pipeline stage cannot rejoin a running vLL
   for the whole group) then ``vllm serve`` with the plan's args (``--tensor-parallel-size <per
   node> --pipeline-parallel-size <nodes> --distributed-executor-backend ray``); the workers run
   ``multi-node-serving.sh worker --ray_address=$LWS_LEADER_ADDRESS``. The script ships in the
-  ``vllm/vllm-openai`` image. The args stay the container's ``args`` (``"$@"`` of the shell), so they
+  ``vllm/vllm-openai`` image. Both get ``--ray_init_timeout`` from ``controller.render.timing`` (600 s
+  + the download at ``modelDownloadMiBPerSecond`` + 300 s, not the script's fixed 300 s: every pod
+  downloads the whole checkpoint before it starts), and the leader's startupProbe allows that wait. The args stay the container's ``args`` (``"$@"`` of the shell), so they
   are the exact ``vllm serve`` flags, checked against vLLM's parser like the single-node ones.
 - **The model volume** is per pod: a generic ephemeral volume of the plan's size (a ReadWriteOnce
   volume cannot be shared across nodes; each pod's fetcher downloads the checkpoint).
@@ -26,6 +28,7 @@ pod restarts the whole group, since a pipeline stage cannot rejoin a running vLL
 from __future__ import annotations
 
 from controller.config.settings import Settings
+from controller.render import timing
 from controller.render.claim import claim_devices, claim_template_name
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta, template_annotations
 from controller.render.exposure import replica_bounds, requires_token
@@ -35,14 +38,30 @@ from controller.render.ray import auth_env, network_policies
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
+from shared.quantity import parse_bytes
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 KIND = "LeaderWorkerSet"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 ROLE_LABEL = "ai.deckhouse.io/role"
 RAY_SCRIPT = "/vllm-workspace/examples/online_serving/multi-node-serving.sh"
-LEADER_SCRIPT = f'bash {RAY_SCRIPT} leader --ray_cluster_size="$LWS_GROUP_SIZE" && exec vllm serve "$@"'
-WORKER_SCRIPT = f'exec bash {RAY_SCRIPT} worker --ray_address="$LWS_LEADER_ADDRESS"'
+
+
+def leader_script(ray_init_timeout: int) -> str:
+    """The leader's shell: a Ray head that waits up to ``ray_init_timeout`` s for the whole group,
+    then ``vllm serve`` with the container's args."""
+    return (
+        f'bash {RAY_SCRIPT} leader --ray_cluster_size="$LWS_GROUP_SIZE" '
+        f'--ray_init_timeout={ray_init_timeout} && exec vllm serve "$@"'
+    )
+
+
+def worker_script(ray_init_timeout: int) -> str:
+    """A worker's shell: join the leader's Ray head, retrying for up to ``ray_init_timeout`` s."""
+    return (
+        f'exec bash {RAY_SCRIPT} worker --ray_address="$LWS_LEADER_ADDRESS" '
+        f"--ray_init_timeout={ray_init_timeout}"
+    )
 
 
 def group_name_of(order: str) -> str:
@@ -101,10 +120,13 @@ def _pod(
     (runtime,) = pod["containers"]
     if token:
         runtime["env"] = [*runtime["env"], *auth_env(order)]
+    weights = parse_bytes(plan.model_volume)
+    wait = timing.ray_init_timeout(weights, settings)
     if leader:
-        runtime["command"] = ["/bin/bash", "-c", LEADER_SCRIPT, "vllm"]
+        runtime["command"] = ["/bin/bash", "-c", leader_script(wait), "vllm"]
+        runtime["startupProbe"] = timing.leader_startup_probe(weights, settings)
     else:
-        runtime["command"] = ["/bin/bash", "-c", WORKER_SCRIPT]
+        runtime["command"] = ["/bin/bash", "-c", worker_script(wait)]
         runtime["args"] = []
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             runtime.pop(probe, None)

@@ -14,6 +14,7 @@ import pytest
 
 from controller.modelhub.client import HubClient, ModelAccessDenied, ModelNotFound, ModelSourceUnavailable
 from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror
+from standins.hub_mirror.repos import build_repo
 from tests.unit.hub_support import LLAMA_8B, QWEN_7B, Clock, hub_mirror, make_client, mirror
 
 __all__ = ["hub_mirror", "mirror"]  # fixtures
@@ -227,3 +228,25 @@ def test_an_unavailable_hub_is_asked_again_only_after_the_backoff(hub_mirror: Ru
         clock.now += 1000
     assert len(hub_mirror.requests()) == 4
     assert waits == [5.0, 5.0, 5.0, 5.0]  # half of the 10 s step, with no jitter
+
+
+def test_a_root_bin_with_only_a_dense_modules_safetensors_is_model_not_found(
+    hub_mirror: RunningMirror,
+) -> None:
+    """The repository of all-MiniLM with its root model.safetensors gone and a 2_Dense module's added:
+    served as rendered it would start with no model weights, so it is refused before planning."""
+    minilm = hub_mirror.repos["sentence-transformers/all-MiniLM-L6-v2"].facts
+    facts = {
+        **minilm,
+        "id": "test/st-bin-dense",
+        "safetensors_shards": 0,
+        "files": {**minilm["files"], "2_Dense/model.safetensors": 1_000_000},
+    }
+    hub_mirror.repos["test/st-bin-dense"] = build_repo(facts)
+    try:
+        with pytest.raises(ModelNotFound, match="neither safetensors nor GGUF") as err:
+            make_client(hub_mirror).fetch_facts(repo_id="test/st-bin-dense", revision=None, token=None)
+    finally:
+        del hub_mirror.repos["test/st-bin-dense"]
+    assert "`2_Dense/model.safetensors` is a module's file" in str(err.value)
+    assert "`pytorch_model.bin`" in str(err.value)

@@ -22,6 +22,7 @@ from controller.model_facts import (
     parse_gguf_header,
     pick_gguf,
     quantization,
+    weight_format,
 )
 from controller.model_facts.sentence import sentence_config_files
 from testkit.mirror_facts import REPOS, facts_of, gguf_metadata_of, tensors_of  # noqa: F401
@@ -368,3 +369,29 @@ def test_a_max_seq_length_out_of_bounds_is_refused_naming_it(value: int) -> None
 
 def test_a_max_seq_length_above_the_positions_leaves_the_positions() -> None:
     assert minilm_with({"max_seq_length": 4096}).serving_context == 512
+
+
+def test_a_root_bin_with_a_sentence_transformers_dense_safetensors_is_refused_naming_both() -> None:
+    """pytorch_model.bin at the root and 2_Dense/model.safetensors (a module's weights, not the model's):
+    no weights the runtime can load, so ModelNotFound rather than Safetensors without model weights."""
+    info = {
+        "siblings": [
+            {"rfilename": "config.json", "size": 600},
+            {"rfilename": "modules.json", "size": 300},
+            {"rfilename": "pytorch_model.bin", "size": 90_000_000},
+            {"rfilename": "2_Dense/config.json", "size": 100},
+            {"rfilename": "2_Dense/model.safetensors", "size": 1_000_000},
+        ]
+    }
+    with pytest.raises(ModelFactsError, match="neither safetensors nor GGUF") as err:
+        model_facts(repo_id="x/st", commit="c", info=info, config={"architectures": ["BertModel"]})
+    assert "`2_Dense/model.safetensors` is a module's file" in str(err.value)
+    assert "`pytorch_model.bin` is a PyTorch pickle" in str(err.value)
+
+
+def test_root_safetensors_beside_a_dense_module_are_the_weights() -> None:
+    files = {"model.safetensors": 10, "2_Dense/model.safetensors": 5, "pytorch_model.bin": 10}
+    assert weight_format(files) == "Safetensors"
+    assert weight_format({"2_Dense/model.safetensors": 5, "pytorch_model.bin": 10}) is None
+    shards = {"model-00001-of-00002.safetensors": 1, "model-00002-of-00002.safetensors": 1}
+    assert weight_format({**shards, "2_Dense/model.safetensors": 5}) == "Safetensors"

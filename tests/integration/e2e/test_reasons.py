@@ -289,10 +289,31 @@ def test_no_accelerator_with_enough_memory(platform: Platform, ns: str) -> None:
 
 
 def test_quantization_mismatch_for_fp8_on_a100(platform: Platform, ns: str) -> None:
-    klass = platform.create_class({"placement": {"deviceClassNames": ["gpu.nvidia.com"], "selector": A100}})
+    """The bundled recipe serves FP8 from 8.0 on (an A100 runs it weight-only through Marlin), so the
+    mismatch takes a recipe that asks 8.9, as recipes did before issue 20."""
+    recipe = f"e2e-fp8-ada-{uuid.uuid4().hex[:6]}"
+    platform.apply(
+        {
+            "apiVersion": "ai.deckhouse.io/v1alpha1",
+            "kind": "InferenceRecipe",
+            "metadata": {"name": recipe},
+            "spec": {
+                "runtime": "vLLM",
+                "image": "vllm/vllm-openai:v0.11.0",
+                "endpointTypes": ["Chat"],
+                "formats": ["Safetensors"],
+                "quantizations": [{"method": "fp8", "minComputeCapability": "8.9"}],
+            },
+        }
+    )
+    platform.cluster_objects.append(("inferencerecipe", recipe))
+    klass = platform.create_class(
+        {"placement": {"deviceClassNames": ["gpu.nvidia.com"], "selector": A100}, "recipes": [recipe]}
+    )
     platform.create_order(ns, "o", hf("Qwen/Qwen3-8B-FP8"), klass=klass)
     obj = platform.wait_reason(ns, "o", "Planned", "QuantizationMismatch")
     assert obj["status"]["phase"] == "Failed"
+    assert "8.9" in platform.condition(obj, "Planned")["message"]
 
 
 def test_no_compatible_runtime_for_gguf(platform: Platform, ns: str) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from controller import render
-from controller.render.group import LEADER_SCRIPT, WORKER_SCRIPT
+from controller.render import timing
+from controller.render.group import leader_script, worker_script
 from shared import names
+from shared.quantity import parse_bytes
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import SETTINGS, Plan
 
@@ -56,11 +58,12 @@ def test_the_leader_serves_vllm_on_ray_and_the_workers_join_its_ray_head() -> No
     tpl = lws["spec"]["leaderWorkerTemplate"]
     (leader,) = tpl["leaderTemplate"]["spec"]["containers"]
     (worker,) = tpl["workerTemplate"]["spec"]["containers"]
-    assert leader["command"] == ["/bin/bash", "-c", LEADER_SCRIPT, "vllm"]
+    wait = timing.ray_init_timeout(parse_bytes(PLAN.model_volume), SETTINGS)
+    assert leader["command"] == ["/bin/bash", "-c", leader_script(wait), "vllm"]
     assert leader["args"] == ARGS  # the exact vllm serve flags, as "$@"
-    assert "$LWS_GROUP_SIZE" in LEADER_SCRIPT and 'exec vllm serve "$@"' in LEADER_SCRIPT
-    assert worker["command"] == ["/bin/bash", "-c", WORKER_SCRIPT]
-    assert "$LWS_LEADER_ADDRESS" in WORKER_SCRIPT
+    assert "$LWS_GROUP_SIZE" in leader_script(wait) and 'exec vllm serve "$@"' in leader_script(wait)
+    assert worker["command"] == ["/bin/bash", "-c", worker_script(wait)]
+    assert "$LWS_LEADER_ADDRESS" in worker_script(wait)
     assert "readinessProbe" in leader and "startupProbe" in leader
     assert "readinessProbe" not in worker  # workers serve no HTTP
     for pod in (tpl["leaderTemplate"]["spec"], tpl["workerTemplate"]["spec"]):
@@ -92,3 +95,36 @@ def test_the_service_selects_the_leader_only() -> None:
         names.LABEL_ORDER: order.metadata.name,
         "leaderworkerset.sigs.k8s.io/worker-index": "0",
     }
+
+
+def ray_wait(container: dict[str, Any]) -> int:
+    script = container["command"][2]
+    (arg,) = [a for a in script.split() if a.startswith("--ray_init_timeout=")]
+    return int(arg.split("=", 1)[1])
+
+
+def test_the_group_waits_on_ray_for_the_slowest_download_not_vllms_fixed_300_s() -> None:
+    """833 GiB per pod (Llama 3.1 405B) at modelDownloadMiBPerSecond: 600 s + the download + 300 s, for the
+    leader (waiting for its workers) and the workers (retrying the leader's head); the leader's
+    startupProbe allows that wait and then twice the load."""
+    assert SETTINGS.model_download_mib_per_second > 0
+    download = -(-833 * 1024 // SETTINGS.model_download_mib_per_second)  # seconds, rounded up
+    expected = int(600 + download + 300)
+    lws = next(o for (k, _), o in objects().items() if k == "LeaderWorkerSet")
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    (leader,) = tpl["leaderTemplate"]["spec"]["containers"]
+    (worker,) = tpl["workerTemplate"]["spec"]["containers"]
+    assert ray_wait(leader) == ray_wait(worker) == expected
+    assert expected > 300 * 10  # hours of download, not vLLM's default 5 minutes
+    probe = leader["startupProbe"]
+    allowed = probe["periodSeconds"] * probe["failureThreshold"]
+    load = timing.load_seconds(parse_bytes(PLAN.model_volume), SETTINGS)
+    assert expected + 2 * load <= allowed < expected + 2 * load + probe["periodSeconds"]
+
+
+def test_a_faster_download_setting_shortens_the_ray_wait() -> None:
+    fast = SETTINGS.model_copy(update={"model_download_mib_per_second": 1000.0})
+    objs = render.workload(make_order(), PLAN, make_class().spec, fast, revision="abc")
+    lws = next(o for o in objs if o["kind"] == "LeaderWorkerSet")
+    (leader,) = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
+    assert ray_wait(leader) == 600 + -(-833 * 1024 // 1000) + 300

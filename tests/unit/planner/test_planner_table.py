@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import pathlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import yaml
 
 from controller.model_facts.facts import ModelFacts
 from shared import reasons
+from shared.api.recipe import InferenceRecipe
 from testkit.mirror_facts import facts_of
 from testkit.planner import (
     BGE_LARGE,
@@ -25,6 +28,7 @@ from testkit.planner import (
     plan,
 )
 
+BUNDLED_RECIPE = pathlib.Path(__file__).resolve().parents[3] / "deploy/base/platform/vllm.yaml"
 PRODUCT = 'device.attributes["gpu.nvidia.com"].productName'
 A100_ONLY = f'{PRODUCT}.matches("A100")'
 
@@ -90,10 +94,28 @@ CASES = [
         args_include=("--runner pooling", "--convert classify"),
     ),
     Case(
-        "an FP8 model on a class that allows only A100 is a quantization mismatch",
+        "an FP8 model runs on an A100 (compute capability 8.0), weight-only through vLLM's Marlin kernel",
+        QWEN3_8B_FP8,
+        reasons.PLANNED_OK,
+        changes={"class_spec": make_class(selector=A100_ONLY)},
+        product="NVIDIA A100-SXM4-40GB",
+        count=1,
+    ),
+    Case(
+        "an FP8 model on A100 against a recipe asking 8.9 for fp8 is a quantization mismatch",
         QWEN3_8B_FP8,
         reasons.QUANTIZATION_MISMATCH,
-        changes={"class_spec": make_class(selector=A100_ONLY)},
+        changes={
+            "class_spec": make_class(selector=A100_ONLY),
+            "recipes": [
+                make_recipe(
+                    quantizations=[
+                        {"method": "none", "minComputeCapability": "7.0"},
+                        {"method": "fp8", "minComputeCapability": "8.9"},
+                    ]
+                )
+            ],
+        },
         message_include=("8.9", "8.0", "A100"),
     ),
     Case(
@@ -222,3 +244,16 @@ def test_a_sentence_transformers_model_is_launched_within_its_max_seq_length() -
     assert outcome.plan.max_model_len == 256
     uncapped = plan(fleet_inventory(), minilm.model_copy(update={"max_seq_length": None}))
     assert uncapped.plan is not None and uncapped.plan.max_model_len == 512
+
+
+def test_the_bundled_recipe_serves_fp8_from_ampere_on() -> None:
+    """vLLM runs FP8 checkpoints weight-only on compute capability 8.0 (Marlin; 0.32's Fp8Config asks 7.5):
+    the bundled recipe asks 8.0, so an A100 serves Qwen3-8B-FP8."""
+    bundled = InferenceRecipe.model_validate(yaml.safe_load(BUNDLED_RECIPE.read_text()))
+    fp8 = [q for q in bundled.spec.quantizations or () if q.method == "fp8"]
+    assert [q.min_compute_capability for q in fp8] == ["8.0"]
+    outcome = plan(
+        fleet_inventory(), QWEN3_8B_FP8, recipes=[bundled], class_spec=make_class(selector=A100_ONLY)
+    )
+    assert outcome.ok, outcome.message
+    assert outcome.plan is not None and outcome.plan.product_name == "NVIDIA A100-SXM4-40GB"
