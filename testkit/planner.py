@@ -12,6 +12,7 @@ from typing import Any
 from controller.model_facts.facts import ModelFacts
 from controller.planner import Inventory, PlanOutcome, PlanRequest, build_inventory, plan_order
 from devtools.cluster.fleet import default_fleet
+from shared import runtime_images
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.recipe import InferenceRecipe
 from shared.names import LABEL_ORDER
@@ -160,7 +161,7 @@ LLAMA_8B_GGUF = LLAMA_8B.model_copy(
 def make_recipe(name: str = "vllm", **spec: Any) -> InferenceRecipe:
     body: dict[str, Any] = {
         "runtime": "vLLM",
-        "image": "vllm/vllm-openai:v0.11.0",
+        "image": runtime_images.pinned().image,
         "endpointTypes": ["Chat", "Embeddings", "Rerank"],
         "formats": ["Safetensors"],
         "architectures": ["*"],

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from shared import runtime_images
+
 UNSET = object()
 
 
@@ -79,7 +81,7 @@ def make_recipe(**changes: Any) -> dict[str, Any]:
         "metadata": {"name": "vllm"},
         "spec": {
             "runtime": "vLLM",
-            "image": "vllm/vllm-openai:v0.11.0",
+            "image": runtime_images.pinned().image,
             "endpointTypes": ["Chat", "Embeddings", "Rerank"],
             "formats": ["Safetensors"],
             "architectures": ["*"],

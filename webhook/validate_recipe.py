@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from shared import runtime_images
 from shared.api.enums import ENDPOINT_TYPES, MODEL_FORMATS, RUNTIMES
 from shared.api.recipe import COMPUTE_CAPABILITY_PATTERN
 from webhook.problems import Problems, shown
@@ -40,7 +41,7 @@ def recipe_problems(obj: Mapping[str, Any]) -> list[str]:
         ("spec", "image"),
         required=True,
         pattern=IMAGE,
-        expected="a container image reference such as `vllm/vllm-openai:v0.11.0`",
+        expected=f"a container image reference such as `{runtime_images.pinned().image}`",
         max_length=1024,
     )
     problems.enum_list(spec, ("spec", "endpointTypes"), ENDPOINT_TYPES, required=True, non_empty=True)

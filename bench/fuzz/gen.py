@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from shared import runtime_images
 from shared.api.base import API_GROUP, API_VERSION
 from shared.api.enums import ENDPOINT_TYPES, MODEL_FORMATS, SHARING_MODES
 
@@ -40,7 +41,7 @@ SELECTORS = (
     "true",
 )
 BAD_SELECTORS = ("device.", "1 +", 'device.attributes["x"].', "((", "device.capacity > 3", "x" * 10241)
-IMAGES = ("vllm/vllm-openai:v0.11.0", "registry.local:5000/vllm/vllm-openai:v0.9.2", "vllm/vllm-openai")
+IMAGES = (runtime_images.pinned().image, "registry.local:5000/vllm/vllm-openai:v0.9.2", "vllm/vllm-openai")
 TRICKY = (
     "", " ", "a", "A", "-a", "a-", "a.", ".a", "a..b", "a--b", "a//b", "a/b/c", "/a", "a/", "a.git",
     "a.lock", "ä/b", "a b", "a\tb", "a\nb", "UPPER/Case", "x" * 96 + "/y", "x/" + "y" * 96, "x" * 254,

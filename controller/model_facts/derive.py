@@ -26,6 +26,8 @@ How each fact is derived:
 - **Config numbers** (layers, heads, KV heads, head dim, hidden size): config.json; for GGUF the
   header's ``<arch>.block_count``, ``<arch>.attention.head_count[_kv]``, ``<arch>.embedding_length``
   and ``<arch>.attention.key_length``.
+- **max_seq_length**: of the root ``sentence_*_config.json`` vLLM reads (``model_facts.sentence``);
+  the planner caps the served context by it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from controller.model_facts.parameters import TensorMeta, dtype_counts, paramete
 from controller.model_facts.quantization import quantization
 from controller.model_facts.remote_code import needs_remote_code
 from controller.model_facts.sane import check_config, check_facts
+from controller.model_facts.sentence import max_seq_length
 from shared.api.enums import EndpointType, ModelFormat
 
 ST_FILES = frozenset({"modules.json", "config_sentence_transformers.json"})
@@ -57,8 +60,10 @@ def model_facts(
     config: Mapping[str, Any] | None,
     tensors: Sequence[TensorMeta] | None = None,
     gguf_metadata: Mapping[str, Any] | None = None,
+    sentence_config: Mapping[str, Any] | None = None,
 ) -> ModelFacts:
-    """The facts of ``repo_id`` at ``commit``. Raises ``ModelFactsError`` for a repo without weights,
+    """The facts of ``repo_id`` at ``commit``; ``sentence_config`` is the sentence-transformers config
+    vLLM reads (``model_facts.sentence``), when the repository has one. Raises ``ModelFactsError`` for a repo without weights,
     ``ImplausibleModelError`` for numbers out of bounds (``model_facts.sane``)."""
     files = sibling_sizes(info)
     fmt = weight_format(files)
@@ -110,6 +115,7 @@ def model_facts(
         ),
         parameter_dtype_counts=counts,
         context_length=context_length(text_cfg, gguf),
+        max_seq_length=max_seq_length(sentence_config),
         torch_dtype=torch_dtype(text_cfg, counts),
         num_hidden_layers=config_int(text_cfg.get("num_hidden_layers")),
         num_attention_heads=heads,

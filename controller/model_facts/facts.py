@@ -30,6 +30,7 @@ class ModelFacts(BaseModel):
     parameter_count: int
     parameter_dtype_counts: dict[str, int] = {}  # safetensors dtype -> parameters, e.g. {"BF16": n, "I32": m}
     context_length: int | None = None
+    max_seq_length: int | None = None  # sentence-transformers' cap on the input (``model_facts.sentence``)
     torch_dtype: str | None = None  # bfloat16 | float16 | float32
     num_hidden_layers: int | None = None
     num_attention_heads: int | None = None
@@ -42,6 +43,13 @@ class ModelFacts(BaseModel):
     source_uri: str | None = None  # where the fetcher downloads from: hf://org/repo (catalog models)
     gated: bool = False
     requires_remote_code: bool = False  # `auto_map` to repo code for a model type nothing built in knows
+
+    @property
+    def serving_context(self) -> int | None:
+        """The longest context the runtime accepts: ``context_length``, capped by a sentence-transformers
+        ``max_seq_length`` (vLLM refuses a ``--max-model-len`` above it)."""
+        known = [n for n in (self.context_length, self.max_seq_length) if n]
+        return min(known) if known else None
 
     @property
     def quantization_label(self) -> str:

@@ -21,7 +21,8 @@ The selection (``runtime_files``) is an allowlist, so whatever else a repository
   ``added_tokens.json``, ``vocab.json``/``vocab.txt``/``merges.txt``, SentencePiece ``*.model``
   (``tokenizer.model``, ``sentencepiece.bpe.model``, ``spiece.model``) and ``*.tiktoken``;
 - **sentence-transformers** (vLLM reads them for Embeddings and Rerank): ``modules.json``,
-  ``config_sentence_transformers.json``, ``sentence_bert_config.json``, and the module folders'
+  ``config_sentence_transformers.json``, the seven ``sentence_*_config.json`` vLLM looks for
+  (``sentence_bert_config.json``, ``sentence_xlm-roberta_config.json``...), and the module folders'
   (``1_Pooling/``, ``2_Dense/``...) ``*.json`` and ``*.safetensors``;
 - **remote code**: the root ``*.py`` files, only for a model that needs them (``auto_map`` to a
   model type nothing built in knows; ``controller.model_facts.remote_code``).
@@ -60,7 +61,18 @@ TOKENIZER_FILES = frozenset(
     }
 )
 SENTENCE_TRANSFORMERS_FILES = frozenset(
-    {"modules.json", "config_sentence_transformers.json", "sentence_bert_config.json"}
+    {
+        "modules.json",
+        "config_sentence_transformers.json",
+        # every sentence_*_config.json vLLM looks for (transformers_utils/config.py)
+        "sentence_bert_config.json",
+        "sentence_roberta_config.json",
+        "sentence_distilbert_config.json",
+        "sentence_camembert_config.json",
+        "sentence_albert_config.json",
+        "sentence_xlm-roberta_config.json",
+        "sentence_xlnet_config.json",
+    }
 )
 _ST_MODULE = re.compile(r"^\d+_[A-Za-z]+/[^/]+\.(json|safetensors)$")
 SHARD = re.compile(r"^(?P<prefix>[^/]+)-(?P<i>\d{5})-of-(?P<n>\d{5,6})\.(?P<ext>safetensors|gguf)$")

@@ -73,6 +73,8 @@ def check_facts(facts: ModelFacts) -> ModelFacts:
         bounded(count, 0, MAX_PARAMETERS, f"The parameter count of dtype `{dtype}`")
     if facts.context_length is not None:
         bounded(facts.context_length, 1, MAX_CONTEXT, "The context length")
+    if facts.max_seq_length is not None:
+        bounded(facts.max_seq_length, 1, MAX_CONTEXT, "The sentence-transformers `max_seq_length`")
     if facts.weights_bytes is not None:
         bounded(facts.weights_bytes, 0, MAX_BYTES, "The weights' size")
     for name, size in facts.files.items():

@@ -38,6 +38,7 @@ The facts cache is bounded in bytes (``max_cached_bytes``, the facts' JSON size)
 Concurrent callers of one key wait for the first one (single flight), so they cost one fetch.
 
 What a commit's facts cost when neither cache has them: one ``GET config.json`` when the repo has
+one, one ``GET`` of its sentence-transformers config (``sentence_bert_config.json``...) when it has
 one, plus one ``Range`` GET per safetensors file (``model.safetensors``, or the index and then each
 shard). A GGUF repo costs one ``Range`` GET of the served file's first 256 kB. So the first order of
 a 4-shard model costs 1 + 6 = 7 requests, later orders within the TTL none, and after it 1 per

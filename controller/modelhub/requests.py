@@ -37,6 +37,7 @@ from controller.model_facts import (
 )
 from controller.model_facts.facts import ModelFacts
 from controller.model_facts.sane import check_config
+from controller.model_facts.sentence import sentence_config_files
 from controller.modelhub.errors import translate
 from controller.modelhub.exceptions import ModelNotFound, ModelNotReady, ModelSourceUnavailable
 from controller.modelhub.limits import HubLimits, parse_header, parse_json, shard_names, too_large
@@ -153,7 +154,8 @@ class HubRequests:
         return self.call(repo_id, revision or "main", token, read)
 
     def build(self, repo_id: str, commit: str, info: ModelInfo, token: str | None) -> ModelFacts:
-        """The facts of ``commit``: config.json, the safetensors headers or the GGUF header."""
+        """The facts of ``commit``: config.json, the sentence-transformers config, the safetensors
+        headers or the GGUF header."""
         doc = info_document(info)
         names = {s["rfilename"] for s in doc["siblings"]}
         config: dict[str, Any] | None = None
@@ -172,6 +174,7 @@ class HubRequests:
             )  # before the headers: an impossible number costs no more
         except ImplausibleModelError as e:
             raise ModelNotReady(f"Repository `{repo_id}` at `{commit}` is refused: {e}") from None
+        sentence_config = self._sentence_config(repo_id, commit, names, token)
         tensors = self._tensors(repo_id, commit, names, token)
         gguf_metadata = self._gguf_metadata(repo_id, commit, doc, token) if tensors is None else None
         try:
@@ -182,6 +185,7 @@ class HubRequests:
                 config=config,
                 tensors=tensors,
                 gguf_metadata=gguf_metadata,
+                sentence_config=sentence_config,
             )
         except ImplausibleModelError as e:
             raise ModelNotReady(f"Repository `{repo_id}` at `{commit}` is refused: {e}") from None
@@ -204,6 +208,24 @@ class HubRequests:
             token,
             lambda: get_hf_file_metadata(url, token=token or False, timeout=self._timeout),
         )
+
+    def _sentence_config(
+        self, repo_id: str, commit: str, names: set[str], token: str | None
+    ) -> dict[str, Any] | None:
+        """The sentence-transformers config vLLM reads: the first root ``sentence_*_config.json`` that
+        is a non-empty JSON object (``model_facts.sentence``), each read within the config.json bound."""
+        for filename in sentence_config_files(names):
+            doc = self.call(
+                repo_id,
+                commit,
+                token,
+                lambda filename=filename: self._read.json_file(  # type: ignore[misc]
+                    repo_id, commit, filename, token, self._limits.config_bytes
+                ),
+            )
+            if doc:
+                return doc
+        return None
 
     def _tensors(
         self, repo_id: str, commit: str, names: set[str], token: str | None

@@ -35,7 +35,8 @@ from shared import names
 
 log = logging.getLogger(__name__)
 NAME = "inference-model-facts"
-FORMAT = 4  # 2: requires_remote_code; 3: files (the selection the fetcher downloads), source_uri; 4: kv_latent (MLA)
+FORMAT = 5  # 2: requires_remote_code; 3: files (the selection the fetcher downloads), source_uri; 4: kv_latent (MLA);
+# 5: max_seq_length (sentence-transformers), which caps --max-model-len: facts of 4 lack it and are read again
 MAX_BYTES = 768 * 1024
 """The store's keys in all, in bytes of JSON: well within the 1 MiB object limit."""
 MAX_ENTRY_BYTES = 128 * 1024

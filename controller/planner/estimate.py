@@ -140,7 +140,7 @@ def kv_bytes_per_token(facts: ModelFacts) -> int:
 
 def estimate_memory(facts: ModelFacts) -> MemoryEstimate:
     weights, source = weight_bytes(facts)
-    context = min(MIN_SERVING_CONTEXT, facts.context_length or MIN_SERVING_CONTEXT)
+    context = min(MIN_SERVING_CONTEXT, facts.serving_context or MIN_SERVING_CONTEXT)
     return MemoryEstimate(
         weights=weights,
         kv_bytes_per_token=kv_bytes_per_token(facts),

@@ -116,7 +116,7 @@ def planned(request: PlanRequest, cand: Candidate, estimate: MemoryEstimate, met
     facts, recipe = request.facts, cand.recipe.recipe
     device = cand.first
     per_device = cand.memory_per_device
-    context = facts.context_length or estimate.min_context
+    context = facts.serving_context or estimate.min_context
     util_arg = cand.utilization
     if cand.sharing_mode in SHARED_MODES:
         util_arg = round(cand.utilization * cand.share_percent / 100, 4)

@@ -156,7 +156,7 @@ def _hosts(capable: Mapping[str, list[Device]], like: Device, per_node: int) -> 
 def planned_spread(request: PlanRequest, spread: Spread, estimate: MemoryEstimate) -> PlanOutcome:
     facts, recipe, device = request.facts, spread.recipe.recipe, spread.first
     layers = facts.num_hidden_layers
-    context = facts.context_length or estimate.min_context
+    context = facts.serving_context or estimate.min_context
     max_len = max_model_len(estimate, layers, spread, context)
     cap = device.compute_capability
     args = vllm_args(

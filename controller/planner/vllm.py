@@ -1,4 +1,5 @@
-"""The vLLM runtime adapter: the container args of a launch plan (vLLM 0.11 ``vllm serve``). Pure.
+"""The vLLM runtime adapter: the container args of a launch plan (``vllm serve`` of the pinned release,
+``shared.runtime_images.PINNED``). Pure.
 
 Pooling endpoints use ``--runner pooling`` with ``--convert embed`` (Embeddings) or
 ``--convert classify`` (Rerank: the score API of classification models), as documented in vLLM's
@@ -10,15 +11,16 @@ Pooling endpoints use ``--runner pooling`` with ``--convert embed`` (Embeddings)
 - **The API key** is not an argument: vLLM reads ``VLLM_API_KEY`` from the environment, which the
   renderer fills from the ``<order>-auth`` Secret (vLLM logs its non-default arguments).
 - **TLS**: ``--enable-ssl-refresh`` reloads the certificate when cert-manager renews it.
-- **Multi-node** (vLLM 0.11 has no ``--nnodes``): tensor parallel within a node, pipeline parallel
+- **Multi-node** (on Ray, which every supported release has; 0.11 has no ``--nnodes``): tensor parallel within a node, pipeline parallel
   across the nodes, on Ray (``--distributed-executor-backend ray``), as vLLM's
   ``examples/online_serving/multi-node-serving.sh`` documents; the Ray cluster is started by the
   LeaderWorkerSet's pods (``controller.render.group``).
 - **Remote code**: ``--trust-remote-code`` only for a model whose config needs it; the planner picks
   such a model only with a recipe that opts in (``trustRemoteCode``).
 
-Every flag emitted here is checked against the flags vLLM's own parser accepts, frozen per version
-(tests/unit/planner/test_vllm_flags.py).
+Every flag emitted here is checked against the flags vLLM's own parser accepts, dumped per version
+(tests/unit/planner/test_vllm_flags.py), and every plan of the mirror's models goes through the
+pinned vLLM's parser and model-config validation (tests/runtime/test_vllm_validation.py).
 """
 
 from __future__ import annotations

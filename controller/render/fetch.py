@@ -1,9 +1,18 @@
-"""What the model fetcher downloads, and from where: ``hf download <repo> --include <pattern>...``. Pure.
+"""What the model fetcher downloads, and from where: ``hf download <repo> <pattern>...``. Pure.
 
-The fetcher runs huggingface_hub's CLI (``hf download REPO_ID --revision R --local-dir D --include
-P --include P ...``; each ``--include`` takes one glob, the option repeats). The CLI hands the globs
-to ``snapshot_download(allow_patterns=...)``, which keeps a repository file when
-``fnmatch.fnmatchcase(path, pattern)`` holds for one of them (``*`` crosses ``/`` there).
+The fetcher runs huggingface_hub's CLI as ``hf download REPO_ID P1 P2 ... --local-dir D --revision
+R`` (``download_args``): the patterns are **positional** file arguments. With two or more of them,
+every CLI from 0.3x to 2.x hands them to ``snapshot_download(allow_patterns=...)``, which keeps a
+repository file when ``fnmatch.fnmatchcase(path, pattern)`` holds for one of them (``*`` crosses
+``/`` there). The alternatives fail on some supported image:
+
+- repeated ``--include P``: the 0.3x CLI (vLLM 0.11's image, huggingface_hub 0.35.3) declares
+  ``--include`` with ``nargs="*"`` and a plain store, so each one replaces the one before and only
+  the last pattern is downloaded (all-MiniLM-L6-v2 got ``vocab.txt`` alone, exit 0);
+- a **single** positional is a file name, not a pattern (``hf_hub_download(filename=...)``), so an
+  escaped name would be asked for literally: a lone pattern is given twice (``cli_patterns``);
+- a pattern starting with ``-`` would be read as an option: its ``-`` is written ``[-]``, which
+  matches the same names.
 
 **The patterns** are the files of ``ModelFacts.files`` (``controller.model_facts.files``), each
 escaped so that it matches itself only (``[``, ``*`` and ``?`` become ``[[]``, ``[*]``, ``[?]``).
@@ -67,8 +76,24 @@ def fetch_spec(facts: ModelFacts, revision: str | None) -> FetchSpec:
     )
 
 
+def download_args(spec: FetchSpec, local_dir: str) -> list[str]:
+    """The arguments of ``hf download`` for ``spec`` into ``local_dir`` (see the module doc); no
+    pattern at all downloads the whole repository."""
+    args = ["download", spec.repo, *cli_patterns(spec.include), "--local-dir", local_dir]
+    if spec.revision:
+        args += ["--revision", spec.revision]
+    return args
+
+
+def cli_patterns(include: Iterable[str]) -> list[str]:
+    """``include`` as positional arguments every ``hf download`` reads as patterns: a leading ``-``
+    escaped, and a lone pattern given twice (see the module doc)."""
+    out = [f"[-]{p[1:]}" if p.startswith("-") else p for p in include]
+    return out * 2 if len(out) == 1 else out
+
+
 def include_patterns(facts: ModelFacts) -> list[str]:
-    """The ``--include`` globs of the fetcher (see the module doc)."""
+    """The globs of the fetcher (see the module doc)."""
     if facts.files:
         return compact(facts.files)
     weights = _FALLBACK_GGUF if facts.format == "GGUF" else _FALLBACK_SAFETENSORS

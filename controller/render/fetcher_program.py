@@ -1,7 +1,7 @@
 """The model fetcher's progress wrapper: runs a download command and serves its bytes on disk.
 
 This file is a **program shipped as text**, not a module the controller imports: the fetcher init
-container runs ``python3 -c <this source> hf download REPO --local-dir D --include P ...``
+container runs ``python3 -c <this source> hf download REPO P1 P2 ... --local-dir D --revision R``
 (``controller.render.pod``), in the recipe's vLLM image, which has ``python3`` and the ``hf`` CLI.
 Only the standard library is used, so it runs on any Python 3.9+ the image carries; the download
 itself stays huggingface_hub's own CLI with the same arguments as before.
@@ -13,7 +13,8 @@ While the command runs, ``GET /metrics`` on ``MODEL_FETCHER_METRICS_PORT`` (all 
     model_fetcher_bytes_total <MODEL_FETCHER_BYTES_TOTAL, 0 when unknown>
 
 **Bytes done** are measured on each scrape: the files under ``--local-dir`` that one of the
-``--include`` globs selects (``fnmatch.fnmatchcase``, as huggingface_hub filters), plus the partial
+download's file patterns selects (the positional arguments after the repository, and any
+``--include`` values; ``fnmatch.fnmatchcase``, as huggingface_hub filters), plus the partial
 downloads, ``*.incomplete`` under ``<local-dir>/.cache/huggingface/download`` (huggingface_hub writes
 each file there and renames it into place when complete). Its own metadata and lock files there are
 not counted. A partial file a restarted fetcher resumes counts from where it stands.
@@ -44,6 +45,26 @@ def option(argv: list[str], name: str) -> list[str]:
         elif arg.startswith(name + "="):
             out.append(arg[len(name) + 1 :])
     return out
+
+
+FLAGS = frozenset({"--force-download", "--quiet", "--dry-run", "--help", "-h"})
+"""Options of ``hf download`` that take no value (every other option takes one)."""
+
+
+def patterns(argv: list[str]) -> list[str]:
+    """The file patterns of ``hf download``: the positional arguments after the repository id, then
+    the values of ``--include`` (an empty list: the whole repository)."""
+    rest = argv[argv.index("download") + 1 :] if "download" in argv else []
+    positional: list[str] = []
+    skip = False
+    for arg in rest:
+        if skip:
+            skip = False
+        elif arg.startswith("--") or arg in FLAGS:
+            skip = "=" not in arg and arg not in FLAGS
+        else:
+            positional.append(arg)
+    return positional[1:] + option(argv, "--include")
 
 
 def bytes_done(local_dir: str, include: list[str]) -> int:
@@ -109,7 +130,7 @@ def main(argv: list[str]) -> int:
         print("usage: python3 -c <fetcher program> COMMAND [ARGS...]", file=sys.stderr)
         return 2
     local_dir = (option(argv, "--local-dir") or ["."])[-1]
-    include = option(argv, "--include")
+    include = patterns(argv)
     total = int(os.environ.get("MODEL_FETCHER_BYTES_TOTAL") or 0)
     host = os.environ.get("MODEL_FETCHER_METRICS_HOST", "")
     port = int(os.environ.get("MODEL_FETCHER_METRICS_PORT") or 9090)

@@ -4,7 +4,7 @@ the ``<order>-auth`` Secret. Pure: order and policy in, manifests out."""
 from __future__ import annotations
 
 from controller.config.settings import Settings
-from controller.render.common import Obj, meta
+from controller.render.common import Obj, labels, meta
 from controller.render.exposure import Endpoint, replica_bounds
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
@@ -52,7 +52,11 @@ def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec) -> Obj:
 
 def certificate(order: InferenceService, endpoint: Endpoint, settings: Settings) -> Obj:
     """The endpoint's serving certificate. ``duration`` and ``renewBefore`` are module settings; vLLM
-    runs with ``--enable-ssl-refresh``, so a renewal reaches the server without a restart."""
+    runs with ``--enable-ssl-refresh``, so a renewal reaches the server without a restart.
+
+    ``secretTemplate.labels`` puts the order's labels on the ``<order>-tls`` Secret cert-manager
+    writes: the controller watches only Secrets labelled with an order (controller/kinds.py), so
+    without them it never sees that Secret and never adopts it (``decide._adopt_tls_secret``)."""
     name, ns = order.metadata.name, order.metadata.namespace
     dns = [f"{name}.{ns}.svc", f"{name}.{ns}.svc.cluster.local"]
     if endpoint.host not in dns:
@@ -63,6 +67,7 @@ def certificate(order: InferenceService, endpoint: Endpoint, settings: Settings)
         "metadata": meta(order, names.certificate(name)),
         "spec": {
             "secretName": names.tls_secret(name),
+            "secretTemplate": {"labels": labels(order)},
             "dnsNames": dns,
             "duration": settings.endpoint_certificate_duration,
             "renewBefore": settings.endpoint_certificate_renew_before,

@@ -37,7 +37,7 @@ from controller.config.settings import Settings
 from controller.render import timing
 from controller.render.claim import claim_template_name
 from controller.render.common import Obj, PlanView
-from controller.render.fetch import FetchSpec
+from controller.render.fetch import FetchSpec, download_args
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
@@ -151,11 +151,7 @@ def fetcher(
                 "valueFrom": {"secretKeyRef": {"name": model.auth_secret_ref.name, "key": key}},
             }
         )
-    args = ["download", spec.repo, "--local-dir", f"{names.MODEL_MOUNT_PATH}/model"]
-    if spec.revision:
-        args += ["--revision", spec.revision]
-    for pattern in spec.include:
-        args += ["--include", pattern]
+    args = download_args(spec, f"{names.MODEL_MOUNT_PATH}/model")
     return {
         "name": names.FETCHER_CONTAINER,
         "image": settings.model_fetcher_image or plan.image,

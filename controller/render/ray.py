@@ -25,9 +25,9 @@ them can run code in the leader, which holds the API key, the devices and the we
 - **The token**: Ray 2.52 and later enforce ``RAY_AUTH_MODE=token`` with the shared secret in
   ``RAY_AUTH_TOKEN`` on every RPC and HTTP entry point; older Ray ignores both variables. When the
   class requires a token, leader and workers get both, the secret being the order's own
-  ``<order>-auth`` token. The bundled recipe's image (``vllm/vllm-openai:v0.11.0``, which requires
-  ``ray[cgraph]>=2.48`` and was built before Ray 2.52) ships a Ray without token authentication, so
-  there the NetworkPolicy is the protection; an image with Ray 2.52+ enforces the token too.
+  ``<order>-auth`` token. An image whose Ray predates 2.52 (``vllm/vllm-openai:v0.11.0``, which
+  requires ``ray[cgraph]>=2.48``) has no token authentication, so there the NetworkPolicy is the
+  protection; an image with Ray 2.52+ enforces the token too.
 """
 
 from __future__ import annotations

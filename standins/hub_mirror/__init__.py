@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from standins.hub_mirror.repos import Repo, load_repos
-from standins.hub_mirror.server import DEFAULT_TOKEN, MirrorServer, MirrorState, Request
+from standins.hub_mirror.server import DEFAULT_TOKEN, TREE_PAGE, MirrorServer, MirrorState, Request
 
 __all__ = ["DEFAULT_TOKEN", "Request", "RunningMirror", "start_mirror"]
 
@@ -72,12 +72,14 @@ def start_mirror(
     tokens: Iterable[str] = (DEFAULT_TOKEN,),
     throttle: float | None = None,
     hostile: bool = False,
+    tree_page: int = TREE_PAGE,
     tiny: bool = False,
 ) -> RunningMirror:
     """Serve the mirror on ``host:port`` (0: a free port) in a daemon thread; ``throttle`` caps each
     file body at that many bytes per second; ``hostile`` adds the repositories of
-    ``standins.hub_mirror.hostile``; ``tiny`` adds the tiny real models of ``devtools.tiny_models``
-    that are built in the cache (``standins.hub_mirror.tiny``), served whole."""
+    ``standins.hub_mirror.hostile``; ``tree_page`` is the most entries a page of a tree listing holds
+    (the Hub's 1000 unless a test wants to see the paging); ``tiny`` adds the tiny real models of
+    ``devtools.tiny_models`` that are built in the cache (``standins.hub_mirror.tiny``), served whole."""
     repos = load_repos()
     if hostile:
         from standins.hub_mirror.hostile import hostile_repos
@@ -87,7 +89,7 @@ def start_mirror(
         from standins.hub_mirror.tiny import tiny_repos
 
         repos.update(tiny_repos())
-    state = MirrorState(repos=repos, tokens=frozenset(tokens), throttle=throttle)
+    state = MirrorState(repos=repos, tokens=frozenset(tokens), throttle=throttle, tree_page=tree_page)
     server = MirrorServer((host, port), state)
     thread = threading.Thread(target=server.serve_forever, name="hf-mirror", daemon=True)
     thread.start()

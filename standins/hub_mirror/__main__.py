@@ -1,4 +1,5 @@
-"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...] [--throttle B] [--hostile] [--tiny]``:
+"""``python -m standins.hub_mirror --port 0 --host 127.0.0.1 [--token T ...] [--throttle B] [--hostile] [--tiny]
+[--tree-page N]``:
 serve the HF mirror (``--throttle``: at most B bytes per second per file body; ``--hostile``: with
 the hostile repositories of ``standins.hub_mirror.hostile``; ``--tiny``: with the tiny real models
 built in the cache, see ``devtools.tiny_models``).
@@ -16,6 +17,7 @@ import signal
 import threading
 
 from standins.hub_mirror import DEFAULT_TOKEN, start_mirror
+from standins.hub_mirror.server import TREE_PAGE
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -31,6 +33,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--hostile", action="store_true", help="also serve standins.hub_mirror.hostile")
     parser.add_argument("--tiny", action="store_true", help="also serve the tiny real models (built)")
+    parser.add_argument(
+        "--tree-page", type=int, default=TREE_PAGE, help="entries per page of a tree listing (default: 1000)"
+    )
     args = parser.parse_args(argv)
     env_tokens = [t for t in os.environ.get("HF_MIRROR_TOKENS", "").split(",") if t.strip()]
     tokens = args.token or env_tokens or [DEFAULT_TOKEN]
@@ -40,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         tokens=tokens,
         throttle=args.throttle,
         hostile=args.hostile,
+        tree_page=args.tree_page,
         tiny=args.tiny,
     )
     print(f"HF mirror listening on {mirror.url}", flush=True)

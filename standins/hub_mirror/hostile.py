@@ -16,7 +16,10 @@ Big files are never held in memory: a ``RepoFile`` is its first bytes and a fill
 - ``hostile/zero-heads``: ``num_attention_heads: 0``;
 - ``hostile/huge-number``: ``hidden_size: 10**400``;
 - ``hostile/deep-json``: a config.json nesting 100,000 lists deep;
-- ``hostile/nested-gguf``: a GGUF header of arrays nested 10,000 deep.
+- ``hostile/nested-gguf``: a GGUF header of arrays nested 10,000 deep;
+- ``hostile/huge-sentence-config``: a 300 MB ``sentence_bert_config.json`` (vLLM reads it for
+  ``max_seq_length``);
+- ``hostile/zero-seq-length``: ``max_seq_length: 0`` in ``sentence_bert_config.json``.
 """
 
 from __future__ import annotations
@@ -136,6 +139,14 @@ def hostile_repos() -> dict[str, Repo]:
         ),
         _repo("deep-json", [_raw_config('{"nested": ' + "[" * 100_000 + "]" * 100_000 + "}"), _weights()]),
         _repo("nested-gguf", [RepoFile("model-Q4_K_M.gguf", 1 * MB, _gguf_nested(10_000), lfs=True)]),
+        _repo(
+            "huge-sentence-config",
+            [_config(), RepoFile("sentence_bert_config.json", 300 * MB, b'{"pad": "', fill=b"a"), _weights()],
+        ),
+        _repo(
+            "zero-seq-length",
+            [_config(), _text_file("sentence_bert_config.json", '{"max_seq_length": 0}'), _weights()],
+        ),
     ]
     for repo in repos:
         repo.files = dict(sorted(repo.files.items()))
@@ -158,6 +169,8 @@ NAMES = tuple(
         "huge-number",
         "deep-json",
         "nested-gguf",
+        "huge-sentence-config",
+        "zero-seq-length",
     )
 )
 """The hostile repositories' ids, without building them."""

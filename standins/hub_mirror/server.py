@@ -4,8 +4,11 @@ Routes (see /work/shared/spec/hub-protocol.md):
 
 - ``GET /api/models/{owner}/{name}[/revision/{rev}]`` model info, ``?blobs=True`` adds file sizes;
 - ``GET /api/models/{owner}/{name}/tree/{rev}[/{path}][?recursive=true]`` the file listing that
-  ``snapshot_download`` (and so ``hf download``) starts with: one page, files with ``oid``, ``size``
-  and ``lfs``, and folders;
+  ``snapshot_download`` of huggingface_hub 1.x+ (and so ``hf download``) starts with: folders, then
+  files with ``oid``, ``size`` and ``lfs``. As on the Hub it comes in pages of at most ``tree_page``
+  entries (1000 on the Hub; 50 with ``expand=true``): a page that is not the last carries
+  ``Link: <URL>; rel="next"``, an absolute URL with the same query and an opaque ``cursor`` parameter,
+  which huggingface_hub follows as given (``paginate``). A cursor the mirror did not issue answers 400;
 - ``HEAD``/``GET /{owner}/{name}/resolve/{rev}/{path}`` files, with ``Range`` (206);
 - errors typed by ``X-Error-Code``: RepoNotFound (404), RevisionNotFound (404), EntryNotFound (404),
   GatedRepo (401 without a token, 403 with a token that has no access).
@@ -28,6 +31,8 @@ at most that fast, per response, so a download takes long enough for a test to w
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import threading
@@ -35,12 +40,17 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlsplit
 
 from standins.hub_mirror.repos import Repo
 
 DEFAULT_TOKEN = "hf_mirror_test_token"
 """The token the mirror accepts for gated repositories unless told otherwise (tests only)."""
+
+TREE_PAGE = 1000
+"""Entries per page of a tree listing on the Hub (huggingface_hub's ``_iter_repo_tree_pages``)."""
+TREE_PAGE_EXPAND = 50
+"""Entries per page of a tree listing with ``expand=true`` on the Hub."""
 
 _INFO = re.compile(r"^/api/models/([^/]+/[^/]+?)(?:/revision/(.+))?/?$")
 _TREE = re.compile(r"^/api/models/([^/]+/[^/]+)/tree/([^/]+)(?:/(.*))?$")
@@ -72,6 +82,7 @@ class MirrorState:
     fault_times: int | None = None  # matching requests left to fail; None: until cleared
     requests: list[Request] = field(default_factory=list)
     throttle: float | None = None  # bytes per second of each file body; None: unthrottled
+    tree_page: int = TREE_PAGE  # entries per page of a tree listing (expand=true: at most TREE_PAGE_EXPAND)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, request: Request) -> None:
@@ -157,8 +168,7 @@ class MirrorHandler(BaseHTTPRequestHandler):
         elif kind == "model_info" and info:
             self._model_info(info.group(1), info.group(2), parse_qs(url.query))
         elif kind == "tree" and tree:
-            recursive = (parse_qs(url.query).get("recursive") or ["false"])[0].lower() in ("true", "1")
-            self._tree(tree.group(1), unquote(tree.group(2)), unquote(tree.group(3) or ""), recursive)
+            self._tree(tree.group(1), unquote(tree.group(2)), unquote(tree.group(3) or ""), url.query)
         elif kind.startswith("file_") and resolve:
             repo_id, rev, file = resolve.group(1), unquote(resolve.group(2)), unquote(resolve.group(3))
             self._file(method, repo_id, rev, file)
@@ -184,16 +194,33 @@ class MirrorHandler(BaseHTTPRequestHandler):
         blobs = (query.get("blobs") or ["false"])[0].lower() in ("true", "1")
         return self._json(200, repo.info(blobs=blobs))
 
-    def _tree(self, repo_id: str, rev: str, folder: str, recursive: bool) -> int:
+    def _tree(self, repo_id: str, rev: str, folder: str, query: str) -> int:
+        params = parse_qsl(query, keep_blank_values=True)
+        flags = {k: v.lower() in ("true", "1") for k, v in params if k in ("recursive", "expand")}
+        cursor = next((v for k, v in params if k == "cursor"), None)
+        start = 0 if cursor is None else _cursor_offset(cursor)
+        if start is None:
+            return self._error(400, "", f"Invalid cursor: {cursor}", "GET")
         repo = self.server.state.repos.get(repo_id)
         if repo is None:
             return self._error(404, "RepoNotFound", "Repository not found", "GET")
         if rev not in ("main", repo.sha):
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}", "GET")
-        entries = repo.tree(folder.strip("/"), recursive=recursive)
+        entries = repo.tree(folder.strip("/"), recursive=flags.get("recursive", False))
         if entries is None:
             return self._error(404, "EntryNotFound", f"Entry not found: {folder}", "GET")
-        return self._json(200, entries)
+        size = self.server.state.tree_page
+        if flags.get("expand", False):
+            size = min(size, TREE_PAGE_EXPAND)
+        size = max(1, size)
+        page = entries[start : start + size]
+        headers: dict[str, str] = {}
+        if start + size < len(entries):
+            rest = [(k, v) for k, v in params if k != "cursor"] + [("cursor", _cursor(start + size))]
+            host = self.headers.get("Host") or "{}:{}".format(*self.server.server_address[:2])
+            link = f"http://{host}{urlsplit(self.path).path}?{urlencode(rest)}"
+            headers["Link"] = f'<{link}>; rel="next"'
+        return self._json(200, page, headers)
 
     def _file(self, method: str, repo_id: str, rev: str, path: str) -> int:
         repo = self.server.state.repos.get(repo_id)
@@ -297,8 +324,9 @@ class MirrorHandler(BaseHTTPRequestHandler):
         data = json.loads(raw or b"{}")
         return data if isinstance(data, dict) else {}
 
-    def _json(self, status: int, doc: Any) -> int:
-        return self._send(status, json.dumps(doc).encode(), {"Content-Type": "application/json"}, "GET")
+    def _json(self, status: int, doc: Any, headers: dict[str, str] | None = None) -> int:
+        head = {"Content-Type": "application/json", **(headers or {})}
+        return self._send(status, json.dumps(doc).encode(), head, "GET")
 
     def _error(
         self, status: int, code: str, message: str, method: str, *, retry_after: str | None = None
@@ -329,6 +357,21 @@ def _asdict(r: Request) -> dict[str, Any]:
         "status": r.status,
         "authorized": r.authorized,
     }
+
+
+def _cursor(offset: int) -> str:
+    """An opaque cursor for the tree page that starts at ``offset`` (base64, as the Hub's look)."""
+    return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode()
+
+
+def _cursor_offset(cursor: str) -> int | None:
+    """The offset ``_cursor`` encoded; None for anything else."""
+    try:
+        doc = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    offset = doc.get("offset") if isinstance(doc, dict) else None
+    return offset if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0 else None
 
 
 def _parse_range(value: str, size: int) -> tuple[int, int] | None:

@@ -2,7 +2,7 @@
 container's args against them.
 
 ``vllm-flags-<version>.json`` beside this file lists every option string of ``vllm serve`` at that
-release, read from vLLM's source (the file says which files and how). The runtime stand-in refuses
+release, read from vLLM's real parser (``python -m devtools.dump_vllm_flags``; the file says how). The runtime stand-in refuses
 to "start" an order whose args carry any other flag, as ``vllm serve`` does (``unrecognized
 arguments``), so every end-to-end order exercises the launch plan against the real parser's flags.
 """

@@ -167,7 +167,7 @@ def test_the_model_volume_the_api_server_stores_holds_the_selected_files(
     api: k8s.ApiClient, kubectl: Kubectl, namespace: str, cert_manager_crds: None
 ) -> None:
     """A planned Llama-3.1-8B-Instruct of the Hub mirror: the PVC as the API server stores it requests
-    at least the files the fetcher downloads, and the Deployment with the fetcher's --include globs applies."""
+    at least the files the fetcher downloads, and the Deployment with the fetcher's file patterns applies."""
     from shared.quantity import parse_bytes
     from tests.unit.test_fetch_plan import rendered
     from tests.unit.test_model_files import FACTS

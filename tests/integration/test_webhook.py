@@ -21,6 +21,7 @@ from kubernetes import client as k8s
 
 from devtools.local_pki import issue_serving_certificate
 from devtools.product.webhook import WebhookProcess, new_pki
+from shared import runtime_images
 from standins import local_webhook
 from testkit.webhook import make_order, make_review
 from tests.integration import webhook_fixture
@@ -295,7 +296,7 @@ metadata:
   name: {name}
 spec:
   runtime: vLLM
-  image: vllm/vllm-openai:v0.11.0
+  image: {image}
   endpointTypes: [Chat]
   formats: [Safetensors]
   quantizations:
@@ -303,11 +304,22 @@ spec:
     - {{method: fp8, minComputeCapability: "8.9"}}
 """
     bad, good = f"{scoped.prefix}bad", f"{scoped.prefix}good"
-    result = kubectl("create", "-f", "-", input=template.format(name=bad, method="fp8"), check=False)
+    result = kubectl(
+        "create",
+        "-f",
+        "-",
+        input=template.format(name=bad, method="fp8", image=runtime_images.pinned().image),
+        check=False,
+    )
     assert result.returncode != 0
     assert '`spec.quantizations[1].method`: must not repeat "fp8"' in result.stderr
     assert stored(kubectl, "inferencerecipe", bad) == ""
-    kubectl("create", "-f", "-", input=template.format(name=good, method="awq"))
+    kubectl(
+        "create",
+        "-f",
+        "-",
+        input=template.format(name=good, method="awq", image=runtime_images.pinned().image),
+    )
     try:
         assert stored(kubectl, "inferencerecipe", good) == f"inferencerecipe.ai.deckhouse.io/{good}"
     finally:

@@ -15,6 +15,7 @@ from bench.fuzz import contract
 from bench.fuzz.gen import Generator
 from bench.fuzz.judge import contract_refusals, outcome_of
 from controller.kube.errors import ApiUnavailable, Invalid
+from shared import runtime_images
 from webhook.validate_class import class_problems
 from webhook.validate_order import order_name_problems, order_problems
 from webhook.validate_recipe import recipe_problems
@@ -99,7 +100,7 @@ def a_class(**placement: Any) -> dict[str, Any]:
 def a_recipe(**spec: Any) -> dict[str, Any]:
     body = {
         "runtime": "vLLM",
-        "image": "vllm/vllm-openai:v0.11.0",
+        "image": runtime_images.pinned().image,
         "endpointTypes": ["Chat"],
         "formats": ["Safetensors"],
     }

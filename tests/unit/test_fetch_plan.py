@@ -10,6 +10,8 @@ from controller import render
 from controller.conditions import resolve
 from controller.model_facts.facts import ModelFacts
 from controller.model_facts.files import total_bytes
+from controller.render.fetch import cli_patterns
+from controller.render.fetcher_program import patterns
 from shared import names
 from shared import reasons as r
 from shared.quantity import parse_bytes
@@ -45,7 +47,8 @@ def fetcher_args(deployment: dict[str, Any]) -> list[str]:
 
 
 def includes(args: list[str]) -> list[str]:
-    return [args[i + 1] for i, a in enumerate(args) if a == "--include"]
+    """The file patterns of the fetcher's ``hf download`` (as its progress wrapper reads them)."""
+    return patterns(["hf", *args])
 
 
 def test_the_pvc_request_is_at_least_the_selected_files() -> None:
@@ -54,7 +57,9 @@ def test_the_pvc_request_is_at_least_the_selected_files() -> None:
         pvc, dep = rendered(facts, make_order())
         request = parse_bytes(pvc["spec"]["resources"]["requests"]["storage"])
         assert request >= (total_bytes(facts.files) or 0) * 1.1, rid
-        assert tuple(includes(fetcher_args(dep))) == render.fetch_spec(facts, facts.revision).include
+        include = render.fetch_spec(facts, facts.revision).include
+        assert includes(fetcher_args(dep)) == cli_patterns(include) == list(include)
+        assert "--include" not in fetcher_args(dep)
         assert pvc["metadata"]["name"] in str(dep["spec"]["template"]["spec"]["volumes"])
 
 
@@ -64,6 +69,8 @@ def test_the_fetcher_downloads_the_hub_repo_at_the_resolved_commit() -> None:
     args = fetcher_args(dep)
     assert args[:2] == ["download", LLAMA_8B]
     assert args[args.index("--revision") + 1] == facts.revision
+    assert args[args.index("--local-dir") + 1] == "/models/model"
+    assert args[2 : args.index("--local-dir")] == includes(args)  # positional patterns, then the options
     assert not [p for p in includes(args) if "original" in p or "consolidated" in p or p.endswith(".pth")]
 
 

@@ -166,8 +166,14 @@ def test_a_branch_and_its_commit_share_the_facts_of_the_commit(hub_mirror: Runni
         ("Qwen/Qwen2.5-0.5B-Instruct", 3),  # info, config.json, one header range
         ("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF", 2),  # info, then the served file's header range
         ("meta-llama/Llama-3.1-70B-Instruct", 33),  # info, config, index, 30 shard headers
+        ("sentence-transformers/all-MiniLM-L6-v2", 4),  # info, config, sentence_bert_config, header
     ],
-    ids=["a single-file model", "a GGUF repository", "a 30-shard gated model"],
+    ids=[
+        "a single-file model",
+        "a GGUF repository",
+        "a 30-shard gated model",
+        "a sentence-transformers model",
+    ],
 )
 def test_what_the_first_order_of_a_model_costs(
     hub_mirror: RunningMirror, repo_id: str, requests: int
@@ -176,6 +182,13 @@ def test_what_the_first_order_of_a_model_costs(
     facts = make_client(hub_mirror).fetch_facts(repo_id=repo_id, revision=None, token=token)
     assert facts.name == repo_id
     assert len(hub_mirror.requests()) == requests
+
+
+def test_the_sentence_transformers_max_seq_length_is_read_from_the_hub(hub_mirror: RunningMirror) -> None:
+    facts = make_client(hub_mirror).fetch_facts(
+        repo_id="sentence-transformers/all-MiniLM-L6-v2", revision=None, token=None
+    )
+    assert (facts.context_length, facts.max_seq_length) == (512, 256)
 
 
 def test_a_refusal_is_remembered_for_the_refusal_ttl(hub_mirror: RunningMirror) -> None:

@@ -162,6 +162,81 @@ def test_a_fault_can_carry_retry_after_and_clear_itself_after_n_requests(mirror:
     assert mirror.request_count("model_info") >= 3
 
 
+# ---- the tree listing, in pages as on the Hub
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_a_tree_page_links_to_the_next_with_a_cursor_until_the_last(mirror: RunningMirror) -> None:
+    with start_mirror(tree_page=4) as small:
+        url: str | None = f"{small.url}/api/models/{MINILM}/tree/main?recursive=true&expand=false"
+        pages: list[list[dict[str, object]]] = []
+        while url is not None:
+            resp = httpx.get(url)
+            assert resp.status_code == 200
+            pages.append(resp.json())
+            url = resp.links.get("next", {}).get("url")
+            if url is not None:
+                assert url.startswith(f"{small.url}/api/models/{MINILM}/tree/main?")
+                assert "recursive=true" in url and "expand=false" in url and "cursor=" in url
+    whole = mirror.repos[MINILM].tree(recursive=True)
+    assert whole is not None and len(whole) > 8
+    assert [len(p) for p in pages[:-1]] == [4] * (len(pages) - 1) and 1 <= len(pages[-1]) <= 4
+    assert [e for p in pages for e in p] == whole
+
+
+def test_a_tree_page_holds_1000_entries_and_50_with_expand(mirror: RunningMirror) -> None:
+    repo = "meta-llama/Llama-3.1-405B-Instruct"
+    whole = mirror.repos[repo].tree(recursive=True)
+    assert whole is not None and 50 < len(whole) < 1000
+    plain = httpx.get(f"{mirror.url}/api/models/{repo}/tree/main", params={"recursive": "true"})
+    assert len(plain.json()) == len(whole) and "next" not in plain.links
+    expanded = httpx.get(
+        f"{mirror.url}/api/models/{repo}/tree/main", params={"recursive": "1", "expand": "1"}
+    )
+    assert len(expanded.json()) == 50 and "next" in expanded.links
+
+
+def test_a_cursor_the_mirror_did_not_issue_answers_400(mirror: RunningMirror) -> None:
+    for cursor in ("not-base64!", "eyJ4IjogMX0=", "W10="):  # junk, {"x": 1}, []
+        resp = httpx.get(f"{mirror.url}/api/models/{MINILM}/tree/main", params={"cursor": cursor})
+        assert resp.status_code == 400, cursor
+
+
+def test_huggingface_hub_follows_the_pages_of_a_folder_and_of_the_whole_tree(tmp_path: Path) -> None:
+    with start_mirror(tree_page=2) as small:
+        api = HfApi(endpoint=small.url, token=False)
+        listed = [f.path for f in api.list_repo_tree(MINILM, recursive=True)]
+        assert listed == [e["path"] for e in small.repos[MINILM].tree(recursive=True) or []]
+        folder = [f.path for f in api.list_repo_tree(MINILM, path_in_repo="onnx")]
+        assert folder and all(p.startswith("onnx/") for p in folder)
+        assert small.request_count("tree") > len(listed) // 2
+
+
+def test_snapshot_download_with_patterns_lists_the_tree_and_fetches_only_the_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """huggingface_hub 2.4's ``snapshot_download`` (``hf download`` with patterns) lists the repository
+    with the paged tree endpoint and downloads what one pattern matches."""
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    with start_mirror(tree_page=3) as small:
+        api = HfApi(endpoint=small.url, token=False)
+        want = ["config.json", "1_Pooling/config.json", "modules.json", "tokenizer*.json"]
+        api.snapshot_download(MINILM, allow_patterns=want, local_dir=tmp_path / "model")
+        assert small.request_count("tree") >= 4
+    got = sorted(
+        str(p.relative_to(tmp_path / "model")) for p in (tmp_path / "model").rglob("*") if p.is_file()
+    )
+    got = [p for p in got if not p.startswith(".cache")]
+    assert got == [
+        "1_Pooling/config.json",
+        "config.json",
+        "modules.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
+
+
 def test_the_command_line_prints_its_url_first() -> None:
     cmd = [
         sys.executable,

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from controller.model_facts import (
+    ImplausibleModelError,
     ModelFactsError,
     Quantization,
     endpoint_types,
@@ -22,6 +23,7 @@ from controller.model_facts import (
     pick_gguf,
     quantization,
 )
+from controller.model_facts.sentence import sentence_config_files
 from testkit.mirror_facts import REPOS, facts_of, gguf_metadata_of, tensors_of  # noqa: F401
 
 
@@ -315,3 +317,54 @@ def test_a_gguf_repository_without_a_readable_header_still_resolves_without_conf
     facts = model_facts(repo_id=repo.repo_id, commit=repo.sha, info=repo.info(blobs=True), config=None)
     assert (facts.parameter_count, facts.context_length) == (8_030_261_312, 131072)
     assert (facts.num_hidden_layers, facts.num_key_value_heads) == (None, None)
+
+
+def test_a_sentence_transformers_model_carries_its_max_seq_length() -> None:
+    """all-MiniLM-L6-v2: 512 positions in config.json, 256 in sentence_bert_config.json (vLLM's cap)."""
+    minilm = facts_of("sentence-transformers/all-MiniLM-L6-v2")
+    assert (minilm.context_length, minilm.max_seq_length, minilm.serving_context) == (512, 256, 256)
+    bge = facts_of("BAAI/bge-large-en-v1.5")
+    assert (bge.max_seq_length, bge.serving_context) == (512, 512)
+    qwen = facts_of("Qwen/Qwen2.5-7B-Instruct")
+    assert (qwen.max_seq_length, qwen.serving_context) == (None, 32768)
+
+
+def test_vllm_reads_the_root_sentence_configs_in_its_own_order() -> None:
+    names = [
+        "sentence_xlnet_config.json",
+        "2_Dense/sentence_bert_config.json",
+        "sentence_roberta_config.json",
+        "sentence_bert_config.json",
+    ]
+    assert sentence_config_files(names) == [
+        "sentence_bert_config.json",
+        "sentence_roberta_config.json",
+        "sentence_xlnet_config.json",
+    ]
+
+
+def minilm_with(sentence_config: Any) -> Any:
+    repo = REPOS["sentence-transformers/all-MiniLM-L6-v2"]
+    return model_facts(
+        repo_id=repo.repo_id,
+        commit=repo.sha,
+        info=repo.info(blobs=True),
+        config=repo.facts["config"],
+        sentence_config=sentence_config,
+    )
+
+
+@pytest.mark.parametrize("value", ["256", 256.0, True, None, [256]])
+def test_a_max_seq_length_that_is_not_an_integer_is_ignored(value: Any) -> None:
+    facts = minilm_with({"max_seq_length": value})
+    assert (facts.max_seq_length, facts.serving_context) == (None, 512)
+
+
+@pytest.mark.parametrize("value", [0, -1, 2**40])
+def test_a_max_seq_length_out_of_bounds_is_refused_naming_it(value: int) -> None:
+    with pytest.raises(ImplausibleModelError, match="sentence-transformers `max_seq_length`"):
+        minilm_with({"max_seq_length": value})
+
+
+def test_a_max_seq_length_above_the_positions_leaves_the_positions() -> None:
+    assert minilm_with({"max_seq_length": 4096}).serving_context == 512

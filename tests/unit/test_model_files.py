@@ -1,9 +1,10 @@
 """The model fetcher downloads only what the runtime loads, and the model volume holds it.
 
 Every repository of the Hub mirror (real file lists, with the duplicates real repositories carry)
-is resolved to its facts; the selection, the fetcher's ``--include`` globs and the volume's size are
+is resolved to its facts; the selection, the fetcher's file patterns and the volume's size are
 checked against it. ``test_hf_download_fetches_exactly_the_selection`` runs the real ``hf download``
-CLI with the rendered arguments (``--dry-run``) against the mirror.
+CLI of this venv (huggingface_hub 2.4) with the rendered arguments (``--dry-run``) against the
+mirror; tests/integration/test_fetcher_hf_versions.py downloads with every supported image's CLI.
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ from controller.model_facts import model_facts, parse_gguf_header, sibling_sizes
 from controller.model_facts.facts import ModelFacts
 from controller.model_facts.files import runtime_files, total_bytes
 from controller.planner.volume import volume_bytes, volume_quantity
-from controller.render.fetch import compact, escape, fetch_spec, include_patterns
+from controller.render.fetch import (
+    FetchSpec,
+    cli_patterns,
+    compact,
+    download_args,
+    escape,
+    fetch_spec,
+    include_patterns,
+)
 from shared.quantity import parse_bytes
 from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror, start_mirror
 from standins.hub_mirror.repos import Repo, load_repos
@@ -146,6 +155,46 @@ def test_glob_characters_in_a_name_match_only_themselves() -> None:
     assert not fnmatch.fnmatchcase("weird1x.json", escape(name))
 
 
+def test_the_patterns_are_positional_a_lone_one_twice_and_a_leading_dash_escaped() -> None:
+    """A lone positional is a file name to every ``hf download`` (``hf_hub_download``), two or more are
+    patterns (``snapshot_download``); an argument starting with ``-`` would be read as an option."""
+    assert (
+        cli_patterns(["model-[0-9][0-9][0-9][0-9][0-9]-of-00002.safetensors"])
+        == ["model-[0-9][0-9][0-9][0-9][0-9]-of-00002.safetensors"] * 2
+    )
+    assert cli_patterns(["-x.json", "a-b.json"]) == ["[-]x.json", "a-b.json"]
+    assert fnmatch.fnmatchcase("-x.json", "[-]x.json") and not fnmatch.fnmatchcase("[-]x.json", "[-]x.json")
+    assert cli_patterns([]) == []
+    spec = FetchSpec(repo="org/m", revision="abc", include=("config.json", "model.safetensors"))
+    assert download_args(spec, "/models/model") == [
+        "download",
+        "org/m",
+        "config.json",
+        "model.safetensors",
+        "--local-dir",
+        "/models/model",
+        "--revision",
+        "abc",
+    ]
+    whole = FetchSpec(repo="org/m", revision=None, include=())
+    assert download_args(whole, "/d") == ["download", "org/m", "--local-dir", "/d"]
+
+
+def test_every_sentence_transformers_config_vllm_reads_is_selected() -> None:
+    """vLLM reads the first of seven ``sentence_*_config.json`` it finds (``max_seq_length``...)."""
+    variants = ["bert", "roberta", "distilbert", "camembert", "albert", "xlm-roberta", "xlnet"]
+    names = [f"sentence_{v}_config.json" for v in variants]
+    files: dict[str, int | None] = {
+        "model.safetensors": 10,
+        "config.json": 1,
+        "sentence_other_config.json": 1,
+    }
+    files |= dict.fromkeys(names, 1)
+    assert set(runtime_files(files, fmt="Safetensors")) == {"model.safetensors", "config.json", *names}
+    fallback = include_patterns(ModelFacts(source="Catalog", name="m", revision="r", parameter_count=1))
+    assert set(names) <= set(fallback)
+
+
 def test_a_catalog_model_downloads_its_source_location_with_the_usual_files() -> None:
     facts = ModelFacts(
         source="Catalog",
@@ -195,10 +244,7 @@ def mirror() -> Iterator[RunningMirror]:
 def test_hf_download_fetches_exactly_the_selection(mirror: RunningMirror, rid: str, tmp_path: Path) -> None:
     """``hf download`` of huggingface_hub's CLI with the fetcher's arguments, as a dry run."""
     spec = fetch_spec(FACTS[rid], REPOS[rid].sha)
-    args = ["download", spec.repo, "--local-dir", str(tmp_path / "model"), "--dry-run", "--format", "json"]
-    args += ["--revision", spec.revision or "main"]
-    for pattern in spec.include:
-        args += ["--include", pattern]
+    args = [*download_args(spec, str(tmp_path / "model")), "--dry-run", "--format", "json"]
     hf = Path(sys.executable).with_name("hf")
     env = {
         **os.environ,

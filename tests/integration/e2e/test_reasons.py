@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from controller.render.fetcher_program import patterns
 from shared import names
 from testkit.platform import HF_TOKEN, SETTINGS, Platform, hf
 from tests.integration.conftest import wait_for
@@ -215,7 +216,7 @@ def test_a_catalog_model_not_ready_then_ready(platform: Platform, ns: str) -> No
         c for c in dep["spec"]["template"]["spec"]["initContainers"] if c["name"] == names.FETCHER_CONTAINER
     )
     assert fetcher["args"][:2] == ["download", SMALL]
-    assert "--include" in fetcher["args"] and name not in fetcher["args"]
+    assert patterns(["hf", *fetcher["args"]]) and name not in fetcher["args"]
 
 
 def test_catalog_disabled_in_the_module_settings(platform: Platform, ns: str) -> None:

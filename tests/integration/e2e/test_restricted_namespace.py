@@ -2,7 +2,7 @@
 
 The ReplicaSet controller creates the runtime pod through admission, so a pod that broke the
 ``restricted`` profile would never exist and the order would never be Ready. The stand-in also
-checks the pod's runtime args against the flags vLLM 0.11.0 accepts.
+checks the pod's runtime args against the flags the pinned vLLM accepts.
 """
 
 from __future__ import annotations

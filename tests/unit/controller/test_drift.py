@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from controller.live.drift import drifted
+from shared import runtime_images
 
 Obj = dict[str, Any]
 
@@ -21,7 +22,7 @@ DESIRED: Obj = {
                 "containers": [
                     {
                         "name": "runtime",
-                        "image": "vllm/vllm-openai:v0.11.0",
+                        "image": runtime_images.pinned().image,
                         "args": ["--model", "/models/m", "--max-model-len", "8192"],
                         "resources": {"requests": {"cpu": "1000m", "memory": "16Gi"}},
                         "ports": [{"name": "http", "containerPort": 8000}],

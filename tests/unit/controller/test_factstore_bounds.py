@@ -85,3 +85,16 @@ def test_facts_too_heavy_for_the_store_are_not_kept(cm: FakeConfigMap) -> None:
     store.put("org/small", "a" * 40, facts("org/small"))
     store.put("org/huge", "a" * 40, facts("org/huge", files=10_000))
     assert cm.data is not None and list(cm.data) == [key_of("org/small", "a" * 40)]
+
+
+def test_facts_stored_before_max_seq_length_are_resolved_again(
+    cm: FakeConfigMap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Format 5 added max_seq_length: a key written by format 4 (without it) is never read back, so an
+    all-MiniLM order resolved before the upgrade is resolved again and rendered with 256, not 512."""
+    assert factstore.FORMAT == 5
+    monkeypatch.setattr(factstore, "FORMAT", 4)
+    ConfigMapFactsStore(None, "ns").put("org/st", "a" * 40, facts("org/st"))
+    monkeypatch.setattr(factstore, "FORMAT", 5)
+    assert cm.data is not None and len(cm.data) == 1
+    assert ConfigMapFactsStore(None, "ns").get("org/st", "a" * 40) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.render.fetcher_program import bytes_done, option
+from controller.render.fetcher_program import bytes_done, option, patterns
 
 
 def write(path: Path, size: int) -> None:
@@ -26,7 +26,7 @@ def test_selected_files_and_partial_downloads_count(tmp_path: Path) -> None:
     write(partial / "config.json.lock", 0)
     include = ["config.json", "model-[0-9][0-9][0-9][0-9][0-9]-of-00002.safetensors", "1_Pooling/config.json"]
     assert bytes_done(str(d), include) == 100 + 1000 + 10 + 700 + 7
-    assert bytes_done(str(d), []) == 100 + 1000 + 10 + 50_000 + 700 + 7  # no --include: every file
+    assert bytes_done(str(d), []) == 100 + 1000 + 10 + 50_000 + 700 + 7  # no pattern: every file
     assert bytes_done(str(tmp_path / "absent"), include) == 0
 
 
@@ -35,3 +35,13 @@ def test_options_are_read_from_the_hf_command_line() -> None:
     assert option(argv, "--local-dir") == ["/models/model"]
     assert option(argv, "--include") == ["a", "b"]
     assert option(argv, "--revision") == []
+
+
+def test_the_patterns_are_the_positional_arguments_after_the_repository() -> None:
+    argv = ["hf", "download", "org/repo", "a.json", "[-]b", "--local-dir", "/m", "--revision", "abc"]
+    assert patterns(argv) == ["a.json", "[-]b"]
+    # options anywhere, with or without values, are not patterns
+    argv = ["hf", "download", "--local-dir=/m", "org/repo", "--quiet", "a", "--max-workers", "4", "b"]
+    assert patterns(argv) == ["a", "b"]
+    assert patterns(["hf", "download", "org/repo", "--local-dir", "/m"]) == []  # the whole repository
+    assert patterns(["hf", "download", "org/repo", "--include", "x", "--local-dir", "/m"]) == ["x"]

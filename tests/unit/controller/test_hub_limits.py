@@ -60,6 +60,8 @@ def received_bytes() -> int:
         ("hostile/huge-number", ["`hidden_size` of `config.json`", "401-digit number"]),
         ("hostile/deep-json", ["`config.json`", "nesting"]),
         ("hostile/nested-gguf", ["`model-Q4_K_M.gguf`", "arrays nest"]),
+        ("hostile/huge-sentence-config", ["`sentence_bert_config.json`", "4 MiB"]),
+        ("hostile/zero-seq-length", ["sentence-transformers `max_seq_length` is 0"]),
     ],
 )
 def test_a_hostile_repository_is_refused_naming_the_file_or_field(

@@ -8,7 +8,7 @@ from typing import Any
 
 from controller import render
 from controller.config.settings import Settings
-from shared import names
+from shared import names, runtime_images
 from tests.unit.controller.builders import make_class, make_order
 
 
@@ -22,7 +22,7 @@ class Plan:
     capacity_requests: dict[str, str] | None = None
     sharing_mode: str = "Exclusive"
     share_percent: int = 100
-    image: str = "vllm/vllm-openai:v0.11.0"
+    image: str = runtime_images.pinned().image
     args: list[str] = field(default_factory=lambda: ["--model", "/models/model", "--enable-ssl-refresh"])
     cpu: str = "4"
     memory: str = "32Gi"
@@ -122,3 +122,21 @@ def test_the_hpa_keeps_the_class_bounds() -> None:
         make_order(), make_class(spec={"scaling": {"minReplicas": 2, "maxReplicas": 3}}).spec
     )
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 3)
+
+
+def test_the_issued_tls_secret_carries_the_label_the_controllers_secret_informer_selects() -> None:
+    """cert-manager copies ``secretTemplate.labels`` onto ``<order>-tls``; the controller's Secret
+    informer lists only Secrets with the order label, and maps each to the order it names. Without
+    the template the issued Secret is never seen, so never adopted (found by the e2e run on the real
+    cert-manager). Mutant: no ``secretTemplate`` (or one without the order label)."""
+    from controller.kinds import KINDS
+
+    order = make_order()
+    crt = by_kind(render.workload(order, Plan(), make_class().spec, SETTINGS, revision=None))["Certificate"]
+    spec = crt["spec"]
+    assert isinstance(spec, dict)
+    issued = {"metadata": {"name": spec["secretName"], "labels": spec["secretTemplate"]["labels"]}}
+    (secrets,) = [k for k in KINDS if k.kind == "Secret"]
+    assert secrets.label_selector == names.LABEL_ORDER  # an existence selector on the order label
+    assert secrets.label_selector in issued["metadata"]["labels"]
+    assert names.order_of(issued) == order.metadata.name

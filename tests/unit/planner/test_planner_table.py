@@ -9,6 +9,7 @@ import pytest
 
 from controller.model_facts.facts import ModelFacts
 from shared import reasons
+from testkit.mirror_facts import facts_of
 from testkit.planner import (
     BGE_LARGE,
     BGE_RERANKER,
@@ -208,3 +209,16 @@ def test_plan_order_on_the_default_fleet(case: Case) -> None:
     assert p.max_model_len >= min(4096, case.facts.context_length or 4096)
     assert len(outcome.allocation) == p.accelerator_count
     assert p.device_selectors[0].endswith(f'productName == "{p.product_name}"')
+
+
+def test_a_sentence_transformers_model_is_launched_within_its_max_seq_length() -> None:
+    """vLLM refuses a --max-model-len above max_seq_length: all-MiniLM-L6-v2 gets 256, not its 512 positions."""
+    minilm = facts_of("sentence-transformers/all-MiniLM-L6-v2")
+    outcome = plan(fleet_inventory(), minilm)
+    assert outcome.ok, outcome.message
+    assert outcome.plan is not None
+    args = outcome.plan.args
+    assert args[args.index("--max-model-len") + 1] == "256"
+    assert outcome.plan.max_model_len == 256
+    uncapped = plan(fleet_inventory(), minilm.model_copy(update={"max_seq_length": None}))
+    assert uncapped.plan is not None and uncapped.plan.max_model_len == 512

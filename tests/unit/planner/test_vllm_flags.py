@@ -14,6 +14,8 @@ import yaml
 
 from controller.planner import plan_order
 from controller.planner.vllm import VllmLaunch, vllm_args
+from devtools.dump_vllm_flags import flags_document
+from shared import runtime_images
 from standins.runtime.vllm_flags import (
     accepted_flags,
     flag_name,
@@ -117,20 +119,36 @@ def test_flag_names_are_read_as_the_parser_reads_them(arg: str, name: str | None
 
 def test_an_unknown_flag_and_a_removed_one_are_both_refused_with_vllms_words() -> None:
     """``--enable-ssl-reload`` never existed (the flag is ``--enable-ssl-refresh``);
-    ``--use-v2-block-manager`` was deprecated in vLLM 0.6.3 (vllm#8704) and is gone from 0.11's parser."""
+    ``--use-v2-block-manager`` was deprecated in vLLM 0.6.3 (vllm#8704) and is gone from the parser."""
     args = ["--model", "/models/model", "--enable-ssl-reload", "--use-v2-block-manager", "--api-key=x"]
-    assert refusal("vllm/vllm-openai:v0.11.0", args) == (
+    assert refusal(runtime_images.pinned().image, args) == (
         "vllm serve: error: unrecognized arguments: --enable-ssl-reload --use-v2-block-manager"
     )
 
 
-def test_a_deprecated_flag_still_in_the_parser_is_accepted() -> None:
-    """``--task`` is deprecated since vLLM 0.10 (vllm#21470: ``--runner``/``--convert``) but 0.11 still
-    parses it; vLLM 0.13 refuses it. The plans never emit it (test_planner_vllm)."""
-    assert refusal("vllm/vllm-openai:v0.11.0", ["--model", "/models/model", "--task", "embed"]) is None
+def test_each_release_is_checked_against_its_own_parser() -> None:
+    """``--task`` is deprecated since vLLM 0.10 (vllm#21470: ``--runner``/``--convert``): 0.11 still
+    parses it, the pinned release refuses it. The plans never emit it (test_planner_vllm)."""
+    args = ["--model", "/models/model", "--task", "embed"]
+    assert refusal("vllm/vllm-openai:v0.11.0", args) is None
+    assert refusal(runtime_images.pinned().image, args) == "vllm serve: error: unrecognized arguments: --task"
+
+
+def test_the_bundled_recipe_runs_the_pinned_release_and_every_supported_one_has_its_flags() -> None:
+    """One place names the releases (shared/runtime_images.py); the YAML recipe cannot import it."""
+    assert BUNDLED["image"] == runtime_images.pinned().image
+    assert {r.version for r in runtime_images.SUPPORTED} <= set(frozen_versions())
+    # Read from the real parser (python -m devtools.dump_vllm_flags), not by hand.
+    assert len(accepted_flags(runtime_images.PINNED)) > 400
 
 
 def test_a_vllm_image_without_a_frozen_version_is_refused_and_other_images_are_not_checked() -> None:
     assert "no frozen flag list for vLLM 0.1.0" in (refusal("vllm/vllm-openai:v0.1.0", []) or "")
     assert "cannot tell the vLLM version" in (refusal("vllm/vllm-openai:latest", []) or "")
     assert refusal("example.com/other:latest", ["--anything"]) is None
+
+
+def test_the_dumped_flag_file_has_the_shape_the_stand_in_reads() -> None:
+    doc = flags_document("9.9.9", ["--b", "--a", "-h", "--help", "--a"])
+    assert doc["vllm"] == "9.9.9"
+    assert doc["flags"] == ["--a", "--b"]

@@ -6,8 +6,11 @@ from typing import Any
 
 import pytest
 
+from shared import runtime_images
 from testkit.webhook import UNSET, make_recipe
 from webhook.validate_recipe import recipe_problems
+
+PINNED_IMAGE = runtime_images.pinned().image
 
 
 @pytest.mark.parametrize(
@@ -51,17 +54,14 @@ def test_a_valid_recipe_has_no_problems(recipe: dict[str, Any]) -> None:
         pytest.param(
             make_recipe(spec__image="vllm openai"),
             [
-                "`spec.image`: must be a container image reference such as `vllm/vllm-openai:v0.11.0`, "
+                f"`spec.image`: must be a container image reference such as `{PINNED_IMAGE}`, "
                 'not "vllm openai"'
             ],
             id="the image is an image reference",
         ),
         pytest.param(
             make_recipe(spec__image="a..b"),
-            [
-                "`spec.image`: must be a container image reference such as `vllm/vllm-openai:v0.11.0`, "
-                'not "a..b"'
-            ],
+            [f'`spec.image`: must be a container image reference such as `{PINNED_IMAGE}`, not "a..b"'],
             id="two dots do not join a path component (found by the contract-derived fuzz judge)",
         ),
         pytest.param(
