@@ -33,7 +33,7 @@ from controller.render.claim import claim_devices, claim_template_name
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, meta, template_annotations
 from controller.render.exposure import replica_bounds, requires_token
 from controller.render.fetch import FetchSpec
-from controller.render.pod import pod_spec
+from controller.render.pod import TOKEN_GUARD_CONTAINER, pod_spec
 from controller.render.ray import auth_env, network_policies
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
@@ -128,6 +128,9 @@ def _pod(
     else:
         runtime["command"] = ["/bin/bash", "-c", worker_script(wait)]
         runtime["args"] = []
+        # a worker serves no HTTP: no token guard to write or load
+        pod["initContainers"] = [c for c in pod["initContainers"] if c["name"] != TOKEN_GUARD_CONTAINER]
+        runtime["env"] = [e for e in runtime["env"] if e["name"] != "PYTHONPATH"]
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             runtime.pop(probe, None)
         runtime.pop("ports", None)

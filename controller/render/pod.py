@@ -8,6 +8,13 @@ and scheduling. Pure.
   Hub client, vLLM and torch.compile).
 - **The API key** reaches vLLM as ``VLLM_API_KEY`` from the ``<order>-auth`` Secret, never as an
   argument (vLLM logs its non-default arguments at start).
+- **The token guard**: vLLM itself checks the key only under ``/v1``, ``/v2``, ``/inference`` and
+  ``/cohere``; ``/invocations``, ``/tokenize`` and ``/metrics`` answer without it. For an order with
+  a token, the ``token-guard`` init container writes ``controller/render/token_guard.py`` into the
+  ``home`` volume as ``inference_token_guard.py``, and the runtime loads it with ``--middleware
+  inference_token_guard.TokenGuard`` (``PYTHONPATH`` names the directory): every route but ``GET
+  /health`` then needs the token, whichever way a client comes in (the Service, the Ingress).
+  Prometheus scrapes ``/metrics`` with the same Bearer token (docs/admin-guide.md).
 - **``/dev/shm``**: a memory-backed ``emptyDir``. Tensor parallel moves activations between the
   devices through it (NCCL); vLLM's own processes exchange messages through it as well, so even one
   device gets more than the container runtime's 64 MiB. Its pages count against the pod's memory
@@ -40,6 +47,14 @@ from shared.quantity import GIB, parse_bytes, to_quantity_gi
 RUNTIME_UID = 1000  # any non-root UID; the images do not need a named user
 HOME_PATH = "/home/inference"
 SHM_PER_DEVICE = GIB
+TOKEN_GUARD_CONTAINER = "token-guard"
+TOKEN_GUARD_DIR = f"{HOME_PATH}/.token-guard"
+TOKEN_GUARD_MODULE = "inference_token_guard"
+TOKEN_GUARD_MIDDLEWARE = f"{TOKEN_GUARD_MODULE}.TokenGuard"
+_WRITE_FILE = (
+    "import pathlib, sys; p = pathlib.Path(sys.argv[1]); p.parent.mkdir(parents=True, exist_ok=True); "
+    "p.write_text(sys.argv[2], encoding='utf-8')"
+)
 
 
 def shm_size(plan: PlanView) -> str:
@@ -90,6 +105,25 @@ def node_selector(spec: InferenceServiceClassSpec, settings: Settings) -> dict[s
 def fetcher_program() -> str:
     """The source of ``controller/render/fetcher_program.py``, the fetcher's progress wrapper."""
     return resources.files("controller.render").joinpath("fetcher_program.py").read_text(encoding="utf-8")
+
+
+@functools.cache
+def token_guard_program() -> str:
+    """The source of ``controller/render/token_guard.py``, the runtime's token guard."""
+    return resources.files("controller.render").joinpath("token_guard.py").read_text(encoding="utf-8")
+
+
+def token_guard(plan: PlanView) -> Obj:
+    """The init container that writes the token guard into the ``home`` volume (runtime's image:
+    it has the ``python3`` the runtime will import the guard with)."""
+    return {
+        "name": TOKEN_GUARD_CONTAINER,
+        "image": plan.image,
+        "command": ["python3", "-c", _WRITE_FILE],
+        "args": [f"{TOKEN_GUARD_DIR}/{TOKEN_GUARD_MODULE}.py", token_guard_program()],
+        "volumeMounts": [{"name": "home", "mountPath": HOME_PATH}],
+        "securityContext": container_security(),
+    }
 
 
 def fetcher(
@@ -148,11 +182,15 @@ def runtime(order: InferenceService, plan: PlanView, settings: Settings, *, toke
             }
         )
     env += [{"name": "HOME", "value": HOME_PATH}, {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
+    args = list(plan.args)
+    if token:
+        env.append({"name": "PYTHONPATH", "value": TOKEN_GUARD_DIR})
+        args += ["--middleware", TOKEN_GUARD_MIDDLEWARE]
     weights = parse_bytes(plan.model_volume)
     return {
         "name": "runtime",
         "image": plan.image,
-        "args": list(plan.args),
+        "args": args,
         "env": env,
         "ports": [{"name": "https", "containerPort": names.RUNTIME_PORT, "protocol": "TCP"}],
         "resources": {
@@ -188,7 +226,10 @@ def pod_spec(
         # the runtime never calls the API server: no ServiceAccount token in a pod tenants reach
         "automountServiceAccountToken": False,
         "securityContext": pod_security(),
-        "initContainers": [fetcher(order, plan, settings, revision, fetch)],
+        "initContainers": [
+            *([token_guard(plan)] if token else []),
+            fetcher(order, plan, settings, revision, fetch),
+        ],
         "containers": [runtime(order, plan, settings, token=token)],
         "resourceClaims": [
             {"name": names.CLAIM_NAME, "resourceClaimTemplateName": claim_template_name(order, plan)}

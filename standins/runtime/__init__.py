@@ -46,12 +46,22 @@ class RunningRuntime:
         self._control("DELETE", f"/_standin/faults/{namespace}/{name}", None)
 
     def register(
-        self, namespace: str, name: str, *, model: str, token: str | None, tls: tuple[bytes, bytes] | None
+        self,
+        namespace: str,
+        name: str,
+        *,
+        model: str,
+        token: str | None,
+        tls: tuple[bytes, bytes] | None,
+        guarded: bool = False,
     ) -> None:
         """Answer for an order without reading the cluster (a registration wins over the API);
-        ``tls`` is its issued certificate and key (PEM), None for an order not issued one yet."""
+        ``tls`` is its issued certificate and key (PEM), None for an order not issued one yet;
+        ``guarded``: its runtime loads the token guard (the token on every path but ``GET /health``)."""
         pair = TlsPair(*tls) if tls else None
-        self.state.directory.register(OrderKey(namespace, name), token=token, model=model, tls=pair)
+        self.state.directory.register(
+            OrderKey(namespace, name), token=token, model=model, tls=pair, guarded=guarded
+        )
 
     def requests(self) -> list[dict[str, object]]:
         """The API requests served so far (``GET /_standin/requests``)."""

@@ -56,6 +56,32 @@ class OrderView:
     model: str | None  # None: unknown order
     refused: str | None = None  # why the runtime would not start (an unknown flag), else None
     tls: TlsPair | None = None  # the <order>-tls Secret's pair; None: not issued (no handshake)
+    guarded: bool = False  # the runtime loads the token guard (every route but GET /health needs the token)
+
+
+VLLM_GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
+"""The paths real vLLM checks ``VLLM_API_KEY`` on (0.32: vllm/entrypoints/serve/middleware/authenticate.py;
+a plain prefix test, OPTIONS exempt). The stand-in is never stricter than the real runtime."""
+GUARD_MIDDLEWARE = "inference_token_guard.TokenGuard"
+"""What ``controller.render.pod`` passes to ``--middleware`` for an order with a token."""
+
+
+def needs_token(method: str, path: str, *, guarded: bool) -> bool:
+    """Whether the runtime answers 401 without the token: with the token guard, everything but
+    ``GET /health``; without it, vLLM's own rule."""
+    if guarded:
+        return (method, path) != ("GET", "/health")
+    return method != "OPTIONS" and path.startswith(VLLM_GUARDED_PREFIXES)
+
+
+def is_guarded(args: list[str]) -> bool:
+    """Whether runtime ``args`` load the token guard (``--middleware X`` or ``--middleware=X``)."""
+    for i, arg in enumerate(args):
+        if arg in ("--middleware", "--middleware=" + GUARD_MIDDLEWARE) and (
+            arg != "--middleware" or args[i + 1 : i + 2] == [GUARD_MIDDLEWARE]
+        ):
+            return True
+    return False
 
 
 def order_key_for_host(host: str) -> OrderKey | None:
@@ -87,9 +113,17 @@ class OrderDirectory:
         if self._api is not None:
             self._api.close()
 
-    def register(self, key: OrderKey, *, token: str | None, model: str, tls: TlsPair | None = None) -> None:
+    def register(
+        self,
+        key: OrderKey,
+        *,
+        token: str | None,
+        model: str,
+        tls: TlsPair | None = None,
+        guarded: bool = False,
+    ) -> None:
         with self._lock:
-            self._registered[key] = OrderView(key, token, model, tls=tls)
+            self._registered[key] = OrderView(key, token, model, tls=tls, guarded=guarded)
 
     def unregister(self, key: OrderKey) -> None:
         with self._lock:
@@ -132,24 +166,28 @@ class OrderDirectory:
                     raise
                 order = None
         model = (((order or {}).get("spec") or {}).get("model") or {}).get("ref", {}).get("name")
-        return OrderView(key, self._token(key), model, self._refused(key), self._tls(key))
+        runtime = self._runtime(key)
+        refused = refusal(*runtime) if runtime is not None else None
+        guarded = runtime is not None and is_guarded(runtime[1])
+        return OrderView(key, self._token(key), model, refused, self._tls(key), guarded)
 
-    def _refused(self, key: OrderKey) -> str | None:
-        """vLLM's refusal of the order's runtime args; None without a Deployment or runtime container."""
+    def _runtime(self, key: OrderKey) -> tuple[str, list[str]] | None:
+        """The image and args of the order's runtime container; None without a Deployment (or
+        LeaderWorkerSet) or runtime container. ``refusal`` gives vLLM's refusal of them."""
         apps: Any = k8s.AppsV1Api(self._api)
         try:
             dep = apps.read_namespaced_deployment(key.name, key.namespace)
         except ApiException as e:
             if e.status == 404:
-                return self._group_refused(key)
+                return self._group_runtime(key)
             raise
         for c in dep.spec.template.spec.containers or []:
             if c.name == "runtime":
-                return refusal(c.image or "", list(c.args or []))
+                return c.image or "", list(c.args or [])
         return None
 
-    def _group_refused(self, key: OrderKey) -> str | None:
-        """The same check on the leader template of the order's LeaderWorkerSet, when it has one."""
+    def _group_runtime(self, key: OrderKey) -> tuple[str, list[str]] | None:
+        """The same on the leader template of the order's LeaderWorkerSet, when it has one."""
         objects: Any = k8s.CustomObjectsApi(self._api)
         try:
             lws = objects.get_namespaced_custom_object(
@@ -162,7 +200,7 @@ class OrderDirectory:
         template = ((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("leaderTemplate") or {}
         for c in (template.get("spec") or {}).get("containers") or []:
             if c.get("name") == "runtime":
-                return refusal(c.get("image") or "", list(c.get("args") or []))
+                return c.get("image") or "", list(c.get("args") or [])
         return None
 
     def _secret(self, key: OrderKey, suffix: str) -> Any:

@@ -5,7 +5,12 @@ TLS connection was set up for, else 421 Misdirected Request):
 
 - ``GET /v1/models`` -> ``{"object": "list", "data": [{"id": <served model name>, ...}]}``;
 - ``POST /v1/chat/completions``, ``/v1/embeddings``, ``/v1/rerank``: small deterministic answers;
-- ``Authorization: Bearer <token>`` is required when the order has a token (401 otherwise);
+- ``GET /health`` -> 200, never with a token;
+- ``Authorization: Bearer <token>`` is required when the order has a token (401 otherwise), on the
+  paths real vLLM checks (``/v1``, ``/v2``, ``/inference``, ``/cohere``), or on every path but
+  ``GET /health`` when the order's runtime loads the token guard (``--middleware
+  inference_token_guard.TokenGuard``): never stricter than the real runtime
+  (``standins.runtime.orders.needs_token``);
 - 404 when no order is known for the host; a fault set for the order answers its status;
 - 503 with vLLM's own error when the order's Deployment passes a flag ``vllm serve`` of the image's
   version does not accept (``standins.runtime.vllm_flags``): that runtime would exit at start;
@@ -19,7 +24,7 @@ TLS connection was set up for, else 421 Misdirected Request):
 Control (plain HTTP, loopback):
 
 - ``PUT /_standin/faults/{namespace}/{name}`` ``{"status": 503}`` / ``DELETE`` the same path;
-- ``PUT /_standin/orders/{namespace}/{name}`` ``{"model": "...", "token": "..."|null, "tls":
+- ``PUT /_standin/orders/{namespace}/{name}`` ``{"model": "...", "token": "...", "guarded": bool, "tls":
   {"cert": PEM, "key": PEM}|null}`` registers an order by hand (no cluster needed; the pair is its
   issued certificate) / ``DELETE`` forgets it;
 - ``GET /_standin/requests`` lists the API requests served (host, path, status, and the ``serial``
@@ -43,7 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
 from standins.runtime.endpoint_tls import SecretContexts, ServedCert, TlsPair
-from standins.runtime.orders import OrderDirectory, OrderKey, order_key_for_host
+from standins.runtime.orders import OrderDirectory, OrderKey, needs_token, order_key_for_host
 
 _CONTROL = re.compile(r"^/_standin/(faults|orders)/([a-z0-9-]+)/([a-z0-9.-]+)$")
 
@@ -187,12 +192,18 @@ class ApiHandler(BaseHTTPRequestHandler):
             return self._json(
                 fault, {"error": {"message": f"injected fault {fault}", "type": "standin_fault"}}
             )
-        if view.token is not None and self.headers.get("Authorization") != f"Bearer {view.token}":
+        path = self.path.split("?", 1)[0]
+        if (
+            view.token is not None
+            and needs_token(method, path, guarded=view.guarded)
+            and self.headers.get("Authorization") != f"Bearer {view.token}"
+        ):
             return self._json(
                 401, {"error": {"message": "invalid or missing API key", "type": "unauthorized"}}
             )
         model = view.model
-        path = self.path.split("?", 1)[0]
+        if method == "GET" and path == "/health":
+            return self._json(200, {})
         if method == "GET" and path == "/v1/models":
             entry = {
                 "id": model,
@@ -279,7 +290,13 @@ class ControlHandler(BaseHTTPRequestHandler):
         elif method == "PUT":
             tls = body.get("tls")
             pair = TlsPair(tls["cert"].encode(), tls["key"].encode()) if tls else None
-            state.directory.register(key, token=body.get("token"), model=str(body["model"]), tls=pair)
+            state.directory.register(
+                key,
+                token=body.get("token"),
+                model=str(body["model"]),
+                tls=pair,
+                guarded=bool(body.get("guarded", False)),
+            )
         else:
             state.directory.unregister(key)
         self._json(200, {"namespace": key.namespace, "name": key.name})

@@ -54,7 +54,11 @@ def rendered_fetcher(rid: str) -> dict[str, Any]:
         fetch=render.fetch_spec(facts, facts.revision),
     )
     (deployment,) = [o for o in objs if o["kind"] == "Deployment"]
-    (fetcher,) = deployment["spec"]["template"]["spec"]["initContainers"]
+    fetcher = next(
+        c
+        for c in deployment["spec"]["template"]["spec"]["initContainers"]
+        if c["name"] == names.FETCHER_CONTAINER
+    )
     assert fetcher["name"] == names.FETCHER_CONTAINER
     return dict(fetcher)
 

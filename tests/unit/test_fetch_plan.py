@@ -12,6 +12,7 @@ from controller.model_facts.facts import ModelFacts
 from controller.model_facts.files import total_bytes
 from controller.render.fetch import cli_patterns
 from controller.render.fetcher_program import patterns
+from shared import names
 from shared import reasons as r
 from shared.quantity import parse_bytes
 from testkit.planner import gpu as gpu_device
@@ -36,7 +37,11 @@ def rendered(facts: ModelFacts, order: Any) -> tuple[dict[str, Any], dict[str, A
 
 
 def fetcher_args(deployment: dict[str, Any]) -> list[str]:
-    (fetcher,) = deployment["spec"]["template"]["spec"]["initContainers"]
+    fetcher = next(
+        c
+        for c in deployment["spec"]["template"]["spec"]["initContainers"]
+        if c["name"] == names.FETCHER_CONTAINER
+    )
     args: list[str] = fetcher["args"]
     return args
 
@@ -72,7 +77,9 @@ def test_the_fetcher_downloads_the_hub_repo_at_the_resolved_commit() -> None:
 def test_the_fetcher_runs_hf_under_the_progress_wrapper_and_serves_the_selected_total() -> None:
     facts = FACTS[LLAMA_8B]
     _, dep = rendered(facts, make_order())
-    (fetcher,) = dep["spec"]["template"]["spec"]["initContainers"]
+    fetcher = next(
+        c for c in dep["spec"]["template"]["spec"]["initContainers"] if c["name"] == names.FETCHER_CONTAINER
+    )
     python, flag, program, hf = fetcher["command"]
     assert (python, flag, hf) == ("python3", "-c", "hf")
     assert "model_fetcher_bytes_done" in program and "import huggingface_hub" not in program
@@ -83,7 +90,9 @@ def test_the_fetcher_runs_hf_under_the_progress_wrapper_and_serves_the_selected_
     assert fetcher["ports"] == [{"name": "fetch-metrics", "containerPort": 9090, "protocol": "TCP"}]
     # a catalog model without a listing: the total is unknown, and the fetcher says 0
     _, dep = rendered(facts.model_copy(update={"files": {}}), make_order())
-    (fetcher,) = dep["spec"]["template"]["spec"]["initContainers"]
+    fetcher = next(
+        c for c in dep["spec"]["template"]["spec"]["initContainers"] if c["name"] == names.FETCHER_CONTAINER
+    )
     assert {e["name"]: e.get("value") for e in fetcher["env"]}["MODEL_FETCHER_BYTES_TOTAL"] == "0"
 
 

@@ -90,7 +90,11 @@ def test_the_download_progress_moves_in_the_message_and_does_not_linger(
 
         deployment = platform.get("deployment", name, ns)
         assert deployment is not None
-        (fetcher,) = deployment["spec"]["template"]["spec"]["initContainers"]
+        fetcher = next(
+            c
+            for c in deployment["spec"]["template"]["spec"]["initContainers"]
+            if c["name"] == names.FETCHER_CONTAINER
+        )
         messages: list[str] = []
         with start_mirror(throttle=THROTTLE) as slow:
             proc, _ = start_fetcher(

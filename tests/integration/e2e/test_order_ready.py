@@ -10,6 +10,7 @@ import ssl
 import httpx
 import pytest
 
+from shared import names
 from testkit.platform import HF_TOKEN, Platform, hf
 
 pytestmark = pytest.mark.cluster
@@ -167,7 +168,9 @@ def test_deleting_the_order_deletes_what_it_owns_and_leaves_the_users_hf_secret(
     platform.wait_phase(ns, "gated", "Ready", timeout=90)
     dep = platform.get("deployment", "gated", ns)
     assert dep is not None
-    fetcher = dep["spec"]["template"]["spec"]["initContainers"][0]
+    fetcher = next(
+        c for c in dep["spec"]["template"]["spec"]["initContainers"] if c["name"] == names.FETCHER_CONTAINER
+    )
     hf_env = {e["name"]: e for e in fetcher["env"]}["HF_TOKEN"]
     assert hf_env["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token"}
     user_secret = platform.get("secret", "hf-token", ns)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from controller.render.fetcher_program import patterns
+from shared import names
 from testkit.platform import HF_TOKEN, SETTINGS, Platform, hf
 from tests.integration.conftest import wait_for
 
@@ -211,7 +212,9 @@ def test_a_catalog_model_not_ready_then_ready(platform: Platform, ns: str) -> No
     while (dep := platform.get("deployment", "o", ns)) is None and time.monotonic() < deadline:
         time.sleep(0.5)
     assert dep is not None
-    (fetcher,) = dep["spec"]["template"]["spec"]["initContainers"]
+    fetcher = next(
+        c for c in dep["spec"]["template"]["spec"]["initContainers"] if c["name"] == names.FETCHER_CONTAINER
+    )
     assert fetcher["args"][:2] == ["download", SMALL]
     assert patterns(["hf", *fetcher["args"]]) and name not in fetcher["args"]
 

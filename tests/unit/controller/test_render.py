@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from controller import render
 from controller.config.settings import Settings
@@ -74,7 +75,8 @@ def test_external_exposure_adds_an_ingress_with_the_templated_host() -> None:
 def test_the_fetcher_gets_hf_token_from_the_users_secret_by_reference_only() -> None:
     order = make_order(spec={"model": {"authSecretRef": {"name": "hf-token"}}})
     dep = by_kind(render.workload(order, Plan(), make_class().spec, SETTINGS, revision="abc"))["Deployment"]
-    (fetcher,) = dep["spec"]["template"]["spec"]["initContainers"]  # type: ignore[index]
+    init: list[dict[str, Any]] = dep["spec"]["template"]["spec"]["initContainers"]  # type: ignore[index]
+    fetcher = next(c for c in init if c["name"] == names.FETCHER_CONTAINER)
     env = {e["name"]: e for e in fetcher["env"]}
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token"}
     assert env["HF_ENDPOINT"]["value"] == "http://127.0.0.1:9999"
@@ -87,7 +89,8 @@ def test_the_runtime_gets_the_plan_args_the_priority_class_the_claim_and_the_api
     ]
     pod = dep["spec"]["template"]["spec"]  # type: ignore[index]
     (runtime,) = pod["containers"]
-    assert runtime["args"] == Plan().args
+    # the plan's args, then the token guard of an order with a token (test_token_guard)
+    assert runtime["args"] == [*Plan().args, "--middleware", "inference_token_guard.TokenGuard"]
     assert pod["priorityClassName"] == "inference-default"
     assert runtime["resources"]["claims"] == [{"name": names.CLAIM_NAME}]
     assert runtime["env"][0]["name"] == "VLLM_API_KEY"

@@ -60,7 +60,12 @@ def test_the_leader_serves_vllm_on_ray_and_the_workers_join_its_ray_head() -> No
     (worker,) = tpl["workerTemplate"]["spec"]["containers"]
     wait = timing.ray_init_timeout(parse_bytes(PLAN.model_volume), SETTINGS)
     assert leader["command"] == ["/bin/bash", "-c", leader_script(wait), "vllm"]
-    assert leader["args"] == ARGS  # the exact vllm serve flags, as "$@"
+    # the exact vllm serve flags, as "$@", and the token guard (the leader serves the API)
+    assert leader["args"] == [*ARGS, "--middleware", "inference_token_guard.TokenGuard"]
+    leader_init = [c["name"] for c in tpl["leaderTemplate"]["spec"]["initContainers"]]
+    worker_init = [c["name"] for c in tpl["workerTemplate"]["spec"]["initContainers"]]
+    assert (leader_init, worker_init) == (["token-guard", "model-fetcher"], ["model-fetcher"])
+    assert "PYTHONPATH" not in {e["name"] for e in worker["env"]}
     assert "$LWS_GROUP_SIZE" in leader_script(wait) and 'exec vllm serve "$@"' in leader_script(wait)
     assert worker["command"] == ["/bin/bash", "-c", worker_script(wait)]
     assert "$LWS_LEADER_ADDRESS" in worker_script(wait)

@@ -20,6 +20,7 @@ import pytest
 
 from controller.live.probe import Prober
 from standins.runtime import RunningRuntime, make_ca, make_server_pair, start_runtime
+from standins.runtime.orders import is_guarded, needs_token
 
 ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "order-token-" + "x" * 43
@@ -53,6 +54,14 @@ def runtime(ca: tuple[Path, Path]) -> Iterator[RunningRuntime]:
             "team-b", "rank", model="BAAI/bge-reranker-v2-m3", token=None, tls=issued("rank.team-b.svc")
         )
         rt.register("team-b", "bare", model="BAAI/bge-reranker-v2-m3", token=None, tls=None)
+        rt.register(
+            "team-a",
+            "guarded",
+            model="Qwen/Qwen2.5-7B-Instruct",
+            token=TOKEN,
+            tls=issued("guarded.team-a.svc"),
+            guarded=True,
+        )
         yield rt
 
 
@@ -144,6 +153,39 @@ def test_an_order_with_a_token_refuses_requests_without_it(
     runtime: RunningRuntime, ca: tuple[Path, Path], token: str | None
 ) -> None:
     assert request(runtime, ca[0], "chat.team-a.svc", token=token).status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/health", "/invocations", "/tokenize", "/metrics"])
+def test_without_the_guard_the_token_is_checked_only_where_vllm_checks_it(
+    runtime: RunningRuntime, ca: tuple[Path, Path], path: str
+) -> None:
+    """Real vLLM checks the key only under /v1, /v2, /inference and /cohere: the stand-in is never
+    stricter (these paths answer 200 or 404 there, never 401)."""
+    assert request(runtime, ca[0], "chat.team-a.svc", path).status_code != 401
+    assert request(runtime, ca[0], "chat.team-a.svc", "/v2/rerank", json={}).status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/invocations", "/tokenize", "/metrics", "/v1/models", "/health/x"])
+def test_with_the_guard_every_path_but_get_health_needs_the_token(
+    runtime: RunningRuntime, ca: tuple[Path, Path], path: str
+) -> None:
+    assert request(runtime, ca[0], "guarded.team-a.svc", path).status_code == 401
+    assert request(runtime, ca[0], "guarded.team-a.svc", path, token=TOKEN).status_code != 401
+    assert request(runtime, ca[0], "guarded.team-a.svc", "/health").status_code == 200
+
+
+def test_the_path_rule() -> None:
+    assert needs_token("POST", "/v1/chat/completions", guarded=False)
+    assert needs_token("GET", "/cohere/v2/rerank", guarded=False)
+    assert not needs_token("OPTIONS", "/v1/models", guarded=False)
+    assert not needs_token("POST", "/invocations", guarded=False)
+    assert needs_token("POST", "/invocations", guarded=True)
+    assert needs_token("POST", "/health", guarded=True)
+    assert not needs_token("GET", "/health", guarded=True)
+    assert is_guarded(["--port", "8000", "--middleware", "inference_token_guard.TokenGuard"])
+    assert is_guarded(["--middleware=inference_token_guard.TokenGuard"])
+    assert not is_guarded(["--middleware", "other.Thing"])
+    assert not is_guarded(["--middleware"])
 
 
 def test_an_order_without_a_token_secret_needs_no_token(
