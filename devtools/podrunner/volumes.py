@@ -1,0 +1,95 @@
+"""The pod's volumes as host directories. I/O (writes under the runner's work directory).
+
+- ``secret`` / ``configMap``: a directory with one file per key (or per ``items`` entry, at its
+  ``path``), written before the first container starts; Secret files are ``0600`` unless
+  ``defaultMode`` says otherwise. A missing object fails the pod, unless the volume is ``optional``.
+- ``emptyDir``: a new directory; ``medium: Memory`` puts it under ``/dev/shm`` (a tmpfs, like the
+  kubelet's), removed with the runner.
+- ``persistentVolumeClaim``: the directory the caller gives for the claim name (``claims``), else a
+  new one in the work directory (a new claim is empty).
+
+Every other kind (hostPath, projected, ...) is refused: the rendered pods do not use them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from devtools.podrunner.launch import LaunchError, PodObjects
+
+
+def materialize(
+    volumes: list[Mapping[str, Any]],
+    pod: PodObjects,
+    workdir: Path,
+    claims: Mapping[str, Path],
+) -> tuple[dict[str, Path], list[Path]]:
+    """Host directories by volume name, and the directories to remove when the pod goes."""
+    out: dict[str, Path] = {}
+    scratch: list[Path] = []
+    for v in volumes:
+        name = v["name"]
+        if "secret" in v:
+            src = v["secret"]
+            out[name] = _key_files(
+                workdir / "volumes" / name,
+                pod.secrets.get(src["secretName"]),
+                src,
+                what=f"Secret {src['secretName']!r}",
+                mode=0o600,
+            )
+        elif "configMap" in v:
+            src = v["configMap"]
+            out[name] = _key_files(
+                workdir / "volumes" / name,
+                pod.config_maps.get(src["name"]),
+                src,
+                what=f"ConfigMap {src['name']!r}",
+                mode=0o644,
+            )
+        elif "emptyDir" in v:
+            if (v["emptyDir"] or {}).get("medium") == "Memory":
+                path = Path(tempfile.mkdtemp(prefix=f"podrunner-{pod.name}-{name}-", dir="/dev/shm"))
+                scratch.append(path)
+            else:
+                path = workdir / "volumes" / name
+                path.mkdir(parents=True, exist_ok=True)
+            out[name] = path
+        elif "persistentVolumeClaim" in v:
+            claim = v["persistentVolumeClaim"]["claimName"]
+            path = claims.get(claim) or workdir / "claims" / claim
+            path.mkdir(parents=True, exist_ok=True)
+            out[name] = path
+        else:
+            raise LaunchError(f"volume {name}: {sorted(set(v) - {'name'})} is not supported here")
+    return out, scratch
+
+
+def remove(scratch: list[Path]) -> None:
+    for path in scratch:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _key_files(
+    into: Path, data: Mapping[str, str] | None, src: Mapping[str, Any], *, what: str, mode: int
+) -> Path:
+    into.mkdir(parents=True, exist_ok=True)
+    if data is None:
+        if src.get("optional"):
+            return into
+        raise LaunchError(f"{what} is missing: the pod cannot start")
+    items = src.get("items")
+    wanted = [(i["key"], i["path"], i.get("mode")) for i in items] if items else [(k, k, None) for k in data]
+    for key, rel, item_mode in wanted:
+        if key not in data:
+            raise LaunchError(f"{what} has no key {key!r}")
+        path = into / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(data[key], encoding="utf-8")
+        os.chmod(path, item_mode or src.get("defaultMode") or mode)
+    return into
