@@ -1,14 +1,15 @@
-"""The token guard on the real vLLM 0.32 (CPU build): a token order's runtime, launched exactly as
-rendered (args, env, the guard written by its init container), refuses every route but ``GET
-/health`` without the token, and serves a real chat completion with it.
+"""The token guard on the real vLLM 0.32 (CPU build): a token order's runtime, run by the pod runner
+exactly as rendered (args, env, the guard written by its init container, TLS with the order's
+certificate), refuses every route but ``GET /health`` without the token, and serves a real chat
+completion with it. Every request goes through TLS to the runner's address with the endpoint host
+as SNI, as the probe and the demo's curl do.
 
 vLLM alone checks the key only under /v1, /v2, /inference and /cohere (issue 20: /invocations and
-/tokenize answered 200 without it). Slow: one vLLM start (80-190 s on 2 cores, ~4 GB RSS);
-skipped without the cached vLLM environment or the tiny models (``python -m devtools.tiny_models``)."""
+/tokenize answered 200 without it). Slow: the vLLM start of the session's ``served`` pod
+(conftest.py), shared with test_pod_runner.py."""
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,77 +18,23 @@ from typing import Any
 import httpx
 import pytest
 
-from controller import render
-from controller.model_facts.facts import ModelFacts
-from controller.planner.vllm import VllmLaunch, vllm_args
 from controller.render import pod as pod_render
-from devtools.tiny_models import CHAT, model_dir
-from shared import names
-from tests.runtime import vllm_server
-from tests.unit.controller.builders import make_class, make_order
-from tests.unit.controller.test_render import SETTINGS, Plan
-
-MODEL = model_dir(CHAT)
-SERVED = CHAT.repo_id
-
-pytestmark = pytest.mark.skipif(
-    not (vllm_server.available() and (MODEL / "config.json").is_file()),
-    reason="needs the cached vLLM CPU venv and the tiny models",
-)
-
-
-def rendered_pod() -> dict[str, Any]:
-    """The Deployment's pod of a token order for tiny-llama-chat, with the planner's vLLM args."""
-    facts = ModelFacts(source="HuggingFace", name=SERVED, parameter_count=1_700_000, torch_dtype="bfloat16")
-    launch = VllmLaunch(
-        facts=facts,
-        endpoint_type="Chat",
-        served_model_name=SERVED,
-        tensor_parallel_size=1,
-        max_model_len=2048,
-        gpu_memory_utilization=0.9,
-        quantization="none",
-        compute_capability=None,
-    )
-    plan = Plan(image="vllm/vllm-openai:v0.32.0", args=vllm_args(launch))
-    klass = make_class()
-    assert render.requires_token(klass.spec)
-    dep = render.deployment(make_order(), plan, klass.spec, SETTINGS, revision="abc")
-    pod: dict[str, Any] = dep["spec"]["template"]["spec"]
-    return pod
+from tests.runtime.served_pod import SERVED, ServedPod
 
 
 @pytest.fixture(scope="module")
-def token() -> str:
-    return secrets.token_urlsafe(32)
+def token(served: ServedPod) -> str:
+    return served.token
 
 
 @pytest.fixture(scope="module")
-def pod() -> dict[str, Any]:
-    return rendered_pod()
+def pod(served: ServedPod) -> dict[str, Any]:
+    return served.pod
 
 
 @pytest.fixture(scope="module")
-def server(
-    pod: dict[str, Any], token: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[vllm_server.VllmServer]:
-    auth = (names.auth_secret(make_order().metadata.name), names.AUTH_TOKEN_KEY)
-    with vllm_server.running(
-        pod,
-        model_dir=MODEL,
-        workdir=tmp_path_factory.mktemp("vllm"),
-        secrets={auth: token},
-        start_timeout=600,
-    ) as s:
-        print(
-            f"\nvLLM {vllm_server.VLLM_VERSION} started in {s.started_seconds:.0f} s, RSS {s.rss_bytes() / 2**30:.2f} GiB"
-        )
-        yield s
-
-
-@pytest.fixture(scope="module")
-def client(server: vllm_server.VllmServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, trust_env=False, timeout=60) as c:
+def client(served: ServedPod) -> Iterator[httpx.Client]:
+    with served.client() as c:
         yield c
 
 
@@ -102,14 +49,19 @@ ROUTES = [
 IDS = [path for _, path, _ in ROUTES]
 
 
-def test_the_launch_is_the_rendered_one(pod: dict[str, Any], server: vllm_server.VllmServer) -> None:
+def test_the_launch_is_the_rendered_one(pod: dict[str, Any], served: ServedPod) -> None:
     (runtime,) = pod["containers"]
     assert runtime["args"][-2:] == ["--middleware", "inference_token_guard.TokenGuard"]
-    i = server.argv.index("--middleware")
-    assert server.argv[i + 1] == "inference_token_guard.TokenGuard"
-    guard = Path(server.env["PYTHONPATH"]) / "inference_token_guard.py"
+    launch = served.runner.launches["runtime"]
+    i = launch.argv.index("--middleware")
+    assert launch.argv[i + 1] == "inference_token_guard.TokenGuard"
+    assert launch.env["PYTHONPATH"] == f"{pod_render.HOME_PATH}/.token-guard"  # inside the pod's mounts
+    home = served.runner.volumes["home"]  # the ``home`` volume, mounted at HOME_PATH
+    guard = (
+        home / Path(launch.env["PYTHONPATH"]).relative_to(pod_render.HOME_PATH) / "inference_token_guard.py"
+    )
     assert guard.read_text() == pod_render.token_guard_program()
-    assert server.env["VLLM_API_KEY"] and server.env["PYTHONPATH"].endswith("/home/.token-guard")
+    assert launch.env["VLLM_API_KEY"] == served.token
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ROUTES, ids=IDS)
@@ -142,7 +94,7 @@ def test_models_is_vllms_own(client: httpx.Client, token: str) -> None:
     assert (model["id"], model["owned_by"]) == (SERVED, "vllm")
 
 
-def test_a_real_chat_completion(client: httpx.Client, token: str, server: vllm_server.VllmServer) -> None:
+def test_a_real_chat_completion(client: httpx.Client, token: str, served: ServedPod) -> None:
     began = time.monotonic()
     resp = client.post("/v1/chat/completions", json=CHAT_BODY, headers={"Authorization": f"Bearer {token}"})
     took = time.monotonic() - began
@@ -152,4 +104,4 @@ def test_a_real_chat_completion(client: httpx.Client, token: str, server: vllm_s
     assert isinstance(doc["choices"][0]["message"]["content"], str)
     assert 0 < doc["usage"]["completion_tokens"] <= 8
     assert doc["usage"]["prompt_tokens"] > 0
-    print(f"\nchat completion in {took:.2f} s; vLLM RSS {server.rss_bytes() / 2**30:.2f} GiB")
+    print(f"\nchat completion in {took:.2f} s; vLLM RSS {served.runner.rss_bytes('runtime') / 2**30:.2f} GiB")
