@@ -48,15 +48,10 @@ CLASS = make_class(sharingModes=["Exclusive", "MIG"])
 PROFILES = {"H100": "gpu-h100", "A100": "gpu-a100", "A100-MIG": "gpu-a100-mig", "L4": "gpu-l4"}
 WEIGHTS = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".onnx", ".h5", ".ot", ".msgpack")
 
-_ST_LEN = (
-    "User-specified max_model_len (512) is greater than the derived max_model_len "
-    "(max_position_embeddings=256 or model_max_length=None in model's config.json)."
-)
-# (repo, profile) -> vLLM's words. all-MiniLM-L6-v2: the planner renders max_position_embeddings (512),
-# vLLM caps a sentence-transformers model at max_seq_length of sentence_bert_config.json (256).
-KNOWN: dict[tuple[str, str], str] = {
-    ("sentence-transformers/all-MiniLM-L6-v2", profile): _ST_LEN for profile in PROFILES
-}
+# (repo, profile) -> vLLM's words. Empty: all-MiniLM-L6-v2's refusal ("User-specified max_model_len
+# (512) is greater than the derived max_model_len (max_position_embeddings=256 ...)") went when the
+# planner capped the context at max_seq_length of sentence_bert_config.json (ModelFacts.max_seq_length).
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 class KnownRefusalError(AssertionError):
