@@ -3,12 +3,15 @@ rendered (args, env, the guard written by its init container), refuses every rou
 /health`` without the token, and serves a real chat completion with it.
 
 vLLM alone checks the key only under /v1, /v2, /inference and /cohere (issue 20: /invocations and
-/tokenize answered 200 without it). Slow: one vLLM start (80-190 s on 2 cores, ~4 GB RSS);
-skipped without the cached vLLM environment or the tiny models (``python -m devtools.tiny_models``)."""
+/tokenize answered 200 without it). Slow: one vLLM start (80-230 s on 2 cores, ~3.8 GiB RSS).
+The vLLM environment comes from ``vllm_env`` (conftest.py), the tiny model from the cache, built
+with that environment's python when missing (``python -m devtools.tiny_models``, ~30 s)."""
 
 from __future__ import annotations
 
+import os
 import secrets
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,19 +24,24 @@ from controller import render
 from controller.model_facts.facts import ModelFacts
 from controller.planner.vllm import VllmLaunch, vllm_args
 from controller.render import pod as pod_render
-from devtools.tiny_models import CHAT, model_dir
+from devtools.cluster.components.vllm_cpu import VllmEnv
+from devtools.tiny_models import CHAT, is_built, model_dir
 from shared import names
 from tests.runtime import vllm_server
 from tests.unit.controller.builders import make_class, make_order
 from tests.unit.controller.test_render import SETTINGS, Plan
 
-MODEL = model_dir(CHAT)
 SERVED = CHAT.repo_id
+ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(
-    not (vllm_server.available() and (MODEL / "config.json").is_file()),
-    reason="needs the cached vLLM CPU venv and the tiny models",
-)
+
+@pytest.fixture(scope="module")
+def tiny_model(vllm_env: VllmEnv) -> Path:
+    """The tiny chat model, built into the cache first when it is not there."""
+    if not is_built():
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        subprocess.run([str(vllm_env.python), "-m", "devtools.tiny_models"], check=True, env=env, timeout=600)
+    return model_dir(CHAT)
 
 
 def rendered_pod() -> dict[str, Any]:
@@ -69,18 +77,23 @@ def pod() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def server(
-    pod: dict[str, Any], token: str, tmp_path_factory: pytest.TempPathFactory
+    vllm_env: VllmEnv,
+    tiny_model: Path,
+    pod: dict[str, Any],
+    token: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[vllm_server.VllmServer]:
     auth = (names.auth_secret(make_order().metadata.name), names.AUTH_TOKEN_KEY)
     with vllm_server.running(
+        vllm_env,
         pod,
-        model_dir=MODEL,
+        model_dir=tiny_model,
         workdir=tmp_path_factory.mktemp("vllm"),
         secrets={auth: token},
         start_timeout=600,
     ) as s:
         print(
-            f"\nvLLM {vllm_server.VLLM_VERSION} started in {s.started_seconds:.0f} s, RSS {s.rss_bytes() / 2**30:.2f} GiB"
+            f"\nvLLM {vllm_env.version} started in {s.started_seconds:.0f} s, RSS {s.rss_bytes() / 2**30:.2f} GiB"
         )
         yield s
 

