@@ -97,7 +97,7 @@ def decide(s: Snapshot, p: Planning) -> Intents:
             format=m.facts.format,
             quantization=m.facts.quantization_label,
             parameter_count=m.facts.parameter_count,
-            context_length=m.facts.context_length,
+            context_length=m.facts.serving_context,  # as served: an ST model's max_seq_length caps it
             revision=m.facts.revision,
         )
     if not m.verdict.ok or m.facts is None or m.endpoint_type is None:

@@ -5,7 +5,7 @@ one from before their architecture was upstreamed (``microsoft/Phi-3-mini-4k-ins
 they load without that code: transformers and vLLM prefer their own class for a ``model_type`` they
 know. Only a model whose ``model_type`` neither knows needs ``--trust-remote-code``, which runs the
 repository's code in the runtime pod. The known types are frozen in ``native-model-types.json``
-(transformers' ``CONFIG_MAPPING_NAMES`` at the least version vLLM 0.11.0 requires, and vLLM's own
+(transformers' ``CONFIG_MAPPING_NAMES`` at the least version the pinned vLLM requires, and vLLM's own
 config registry).
 """
 

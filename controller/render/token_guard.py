@@ -4,9 +4,11 @@ vLLM checks ``VLLM_API_KEY`` only on paths under ``/v1``, ``/v2``, ``/inference`
 (vllm/entrypoints/serve/middleware/authenticate.py): ``/invocations``, ``/tokenize``,
 ``/detokenize``, ``/pooling``, ``/classify``, ``/score``, ``/rerank`` and ``/metrics`` answer
 without it. This guard requires ``Authorization: Bearer <VLLM_API_KEY>`` on every request but
-``GET /health`` (the kubelet's probes carry no token), on HTTP and WebSocket alike.
+``GET /health`` (the kubelet's probes carry no token) and ``OPTIONS`` (a browser's CORS preflight
+never carries credentials, and vLLM's own check lets it through too; it reaches CORS or a 405, never
+a model), on HTTP and WebSocket alike.
 
-- **Fail-closed**: with no key in the environment every request but ``GET /health`` is refused.
+- **Fail-closed**: with no key in the environment every request but those two is refused.
 - **Constant time**: the presented token and the key are compared as SHA-256 digests with
   ``hmac.compare_digest``, so neither their contents nor their lengths show in the timing.
 - **Outermost**: vLLM adds ``--middleware`` classes after its own, and Starlette runs the last
@@ -35,7 +37,8 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 KEY_ENV = "VLLM_API_KEY"
 OPEN = (("GET", "/health"),)
-"""What answers without the token: the kubelet's probes (``controller.render.timing``)."""
+"""What answers without the token: the kubelet's probes (``controller.render.timing``); and any
+``OPTIONS`` (CORS preflight)."""
 
 _UNAUTHORIZED = json.dumps({"error": "Unauthorized"}).encode()
 _WS_POLICY_VIOLATION = 1008
@@ -43,7 +46,7 @@ _WS_POLICY_VIOLATION = 1008
 
 def allowed(method: str, path: str, authorization: str | None, key_digest: bytes | None) -> bool:
     """Whether a request passes: an open route, or a Bearer token equal to the key (none: refuse)."""
-    if (method, path) in OPEN:
+    if (method, path) in OPEN or method == "OPTIONS":
         return True
     if key_digest is None or authorization is None:
         return False

@@ -17,9 +17,10 @@ This module only names things (no transformers import); ``devtools.tiny_models.b
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from devtools.cluster import config
 
 VERSION = "tiny-models-1"
 """The cache key: change it whenever the builder's output changes."""
@@ -59,9 +60,9 @@ MODELS = (CHAT, EMBED, RERANK)
 
 
 def cache_root() -> Path:
-    """``$XDG_CACHE_HOME`` (default ``~/.cache``) ``/inference-control-plane/tiny-models-1``."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "inference-control-plane" / VERSION
+    """``<cache>/tiny-models-1``, in the cache of devtools/cluster (``$INFERENCE_CACHE``, else
+    ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``/inference-control-plane``)."""
+    return config.cache_root() / VERSION
 
 
 def model_dir(model: TinyModel, root: Path | None = None) -> Path:

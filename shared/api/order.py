@@ -146,7 +146,11 @@ class ResolvedModel(ApiModel):
     )
     parameter_count: int | None = Field(default=None, description="Exact number of parameters.")
     context_length: int | None = Field(
-        default=None, description="Maximum context length of the model, in tokens."
+        default=None,
+        description=(
+            "Maximum context length of the model as served, in tokens: its configured context, capped by"
+            " max_seq_length for a sentence-transformers model."
+        ),
     )
     revision: str | None = Field(default=None, description="The resolved commit of the model repository.")
 

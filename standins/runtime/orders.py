@@ -68,9 +68,9 @@ GUARD_MIDDLEWARE = "inference_token_guard.TokenGuard"
 
 def needs_token(method: str, path: str, *, guarded: bool) -> bool:
     """Whether the runtime answers 401 without the token: with the token guard, everything but
-    ``GET /health``; without it, vLLM's own rule."""
+    ``GET /health`` and ``OPTIONS``; without it, vLLM's own rule."""
     if guarded:
-        return (method, path) != ("GET", "/health")
+        return (method, path) != ("GET", "/health") and method != "OPTIONS"
     return method != "OPTIONS" and path.startswith(VLLM_GUARDED_PREFIXES)
 
 

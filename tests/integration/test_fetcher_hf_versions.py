@@ -1,6 +1,7 @@
 """The rendered model fetcher, run as rendered with the ``hf`` CLI of every huggingface_hub a supported
 vLLM image ships (and the last 0.x), downloads exactly the files the runtime loads, from every
-repository of the Hub mirror.
+repository of the Hub mirror, the tiny real models included when they are built in the cache
+(``python -m devtools.tiny_models``; served whole, so ``chat_template.jinja`` and the rest are real).
 
 - **The CLIs** are ``devtools.hf_cli`` venvs (``hf-cli-<version>`` in the cache; built on a cold
   machine). The container's ``python3`` is that venv's and its ``bin`` leads ``PATH``, as the image's
@@ -10,7 +11,7 @@ repository of the Hub mirror.
   in pages of ``TREE_PAGE`` entries, so huggingface_hub 1.x+ follows ``Link: rel="next"`` on the
   large repositories (0.3x lists with the model info's ``siblings``).
 - **The command** is the fetcher init container ``render.pod.fetcher`` produces for the repository's
-  facts (``FACTS`` of tests/unit/test_model_files.py, made from the real sizes), with
+  facts (``facts_of`` of tests/unit/test_model_files.py, made from the real sizes), with
   ``--revision <commit>``; the order carries an ``authSecretRef``, which is resolved to the mirror's
   token as the kubelet would resolve it.
 
@@ -33,21 +34,24 @@ from controller.render.pod import fetcher
 from devtools.hf_cli import VERSIONS, hf_cli
 from shared import names
 from standins.hub_mirror import DEFAULT_TOKEN, RunningMirror, start_mirror
+from standins.hub_mirror.tiny import tiny_repos
 from testkit.planner import inventory_of, plan, small_fleet
 from tests.integration.fetcher_run import fetcher_command, files_under
 from tests.unit.controller.builders import make_order
 from tests.unit.controller.test_render import SETTINGS
-from tests.unit.test_model_files import FACTS, REPOS
+from tests.unit.test_model_files import FACTS, facts_of
 
 FILE_CAP = 4096
 TREE_PAGE = 64
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 SECRET = ("hf-token", "token")
+TINY = tiny_repos()  # the tiny real models built in the cache; none where they are not built
+ALL_FACTS = {**FACTS, **{rid: facts_of(repo) for rid, repo in TINY.items()}}
 
 
 @pytest.fixture(scope="module")
 def mirror() -> Iterator[RunningMirror]:
-    with start_mirror(file_cap=FILE_CAP, tree_page=TREE_PAGE) as m:
+    with start_mirror(file_cap=FILE_CAP, tree_page=TREE_PAGE, tiny=True) as m:
         yield m
 
 
@@ -59,7 +63,7 @@ def hf_bin(request: pytest.FixtureRequest) -> Path:
 
 def rendered_fetcher(rid: str) -> dict[str, Any]:
     """The fetcher init container of an order for ``rid`` with a token Secret, at the facts' commit."""
-    facts = FACTS[rid]
+    facts = ALL_FACTS[rid]
     order = make_order(
         spec={"model": {"ref": {"name": rid}, "authSecretRef": {"name": SECRET[0], "key": SECRET[1]}}}
     )
@@ -104,7 +108,7 @@ def test_the_fetcher_runs_the_venvs_hf_and_the_rendered_arguments(hf_bin: Path, 
     assert "--include" not in argv
 
 
-@pytest.mark.parametrize("rid", sorted(REPOS))
+@pytest.mark.parametrize("rid", sorted(ALL_FACTS))
 def test_the_rendered_fetcher_downloads_exactly_the_selection(
     hf_bin: Path, mirror: RunningMirror, rid: str, tmp_path: Path
 ) -> None:
@@ -113,8 +117,10 @@ def test_the_rendered_fetcher_downloads_exactly_the_selection(
 
     before = tree_pages()
     got = run_fetcher(rendered_fetcher(rid), hf_bin, mirror, tmp_path)
-    assert set(got) == set(FACTS[rid].files)
+    assert set(got) == set(ALL_FACTS[rid].files)
     assert got == {name: mirror.repos[rid].files[name].size for name in got}
+    if rid in TINY:  # real files, every byte
+        assert all((tmp_path / "model" / n).read_bytes() == TINY[rid].files[n].head for n in got)
     if not hf_bin.parent.name.startswith("hf-cli-0."):  # 1.x+ lists the tree, page by page
         entries = len(mirror.repos[rid].tree(recursive=True) or [])
         assert tree_pages() - before == -(-entries // TREE_PAGE)

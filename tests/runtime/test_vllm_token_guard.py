@@ -105,3 +105,16 @@ def test_a_real_chat_completion(client: httpx.Client, token: str, served: Served
     assert 0 < doc["usage"]["completion_tokens"] <= 8
     assert doc["usage"]["prompt_tokens"] > 0
     print(f"\nchat completion in {took:.2f} s; vLLM RSS {served.runner.rss_bytes('runtime') / 2**30:.2f} GiB")
+
+
+def test_options_passes_the_guard_and_reaches_no_model(client: httpx.Client) -> None:
+    """A CORS preflight never carries credentials: the guard lets OPTIONS through, as vLLM's own check
+    does, and it reaches vLLM's CORS handling or a 405, never a model."""
+    preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "POST"}
+    for headers in (preflight, {}):
+        resp = client.options("/v1/chat/completions", headers=headers)
+        # vLLM 0.32 answers the preflight 400 "Disallowed CORS origin" (no --allowed-origins), the plain
+        # OPTIONS 405: both past the guard, neither a model
+        assert resp.status_code in (200, 204, 400, 405), (headers, resp.status_code, resp.text)
+        assert resp.headers.get("www-authenticate") is None
+        assert "choices" not in resp.text

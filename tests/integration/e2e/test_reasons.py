@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from controller.render.fetcher_program import patterns
-from shared import names
+from shared import names, runtime_images
 from testkit.platform import HF_TOKEN, SETTINGS, Platform, hf
 from tests.integration.conftest import wait_for
 
@@ -302,7 +302,7 @@ def test_quantization_mismatch_for_fp8_on_a100(platform: Platform, ns: str) -> N
             "metadata": {"name": recipe},
             "spec": {
                 "runtime": "vLLM",
-                "image": "vllm/vllm-openai:v0.11.0",
+                "image": runtime_images.pinned().image,
                 "endpointTypes": ["Chat"],
                 "formats": ["Safetensors"],
                 "quantizations": [{"method": "fp8", "minComputeCapability": "8.9"}],

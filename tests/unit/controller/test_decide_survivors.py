@@ -18,6 +18,7 @@ from tests.unit.controller.snapshots import (
     ok,
     order_with,
     plan_on,
+    resolved_model,
     run_planner,
     serving,
     snap,
@@ -33,6 +34,15 @@ def test_the_status_records_every_fact_of_the_resolved_model() -> None:
     assert (st.model.format, st.model.quantization) == (SMALL.format, SMALL.quantization_label)
     assert (st.model.parameter_count, st.model.context_length) == (494_032_768, 32768)
     assert st.model.revision == SMALL.revision
+
+
+def test_the_status_context_length_is_the_one_served() -> None:
+    """A sentence-transformers model is served at its max_seq_length (vLLM refuses more), and the
+    status says so: mutant ``context_length=m.facts.context_length`` reports 512 for a 256 model."""
+    st_model = SMALL.model_copy(update={"context_length": 512, "max_seq_length": 256})
+    s = snap(model=resolved_model(st_model))
+    _, st = decide_and_build(s, run_planner(s, plan_decision(s)))
+    assert st.model is not None and st.model.context_length == 256
 
 
 def test_a_class_without_authentication_clears_the_auth_secret_name_of_the_status() -> None:

@@ -52,6 +52,7 @@ def _fake_build(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    monkeypatch.delenv("INFERENCE_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return _fake_build(cache_root())
 

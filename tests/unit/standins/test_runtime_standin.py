@@ -181,6 +181,7 @@ def test_the_path_rule() -> None:
     assert not needs_token("POST", "/invocations", guarded=False)
     assert needs_token("POST", "/invocations", guarded=True)
     assert needs_token("POST", "/health", guarded=True)
+    assert not needs_token("OPTIONS", "/invocations", guarded=True)
     assert not needs_token("GET", "/health", guarded=True)
     assert is_guarded(["--port", "8000", "--middleware", "inference_token_guard.TokenGuard"])
     assert is_guarded(["--middleware=inference_token_guard.TokenGuard"])
