@@ -5,7 +5,8 @@
 - ``run_init()`` runs the init containers one after another, each to its end; one that exits
   non-zero (or outlives ``timeout``) raises ``InitContainerError`` with its exit code and log tail,
   and nothing after it runs (the kubelet would restart it: the plane shows the pod failing).
-- ``start()`` starts the containers; ``statuses()`` reports each one (running, or its exit code: a
+- ``start()`` starts the containers; ``update_secret()`` rewrites a changed Secret's volumes the
+  kubelet's way; ``statuses()`` reports each one (running, or its exit code: a
   container that died is what a plane shows as a failing pod); ``stop()`` ends every container's
   process group (SIGTERM, then SIGKILL after ``grace`` seconds) and removes the memory volumes.
 
@@ -225,6 +226,17 @@ class PodRunner:
                 name, proc.pid, code is None, None if code is None else _exit_code(code), self.log(name)
             )
         return out
+
+    def update_secret(self, name: str, data: Mapping[str, str]) -> int:
+        """The Secret ``name`` changed (a cert-manager rotation): rewrite each volume of it as the
+        kubelet does (``volumes.update``: a new directory, ``..data`` swapped). Environment variables
+        keep their values, as in a pod. Returns how many volumes changed."""
+        changed = 0
+        for v in self.spec.get("volumes") or ():
+            if v.get("secret", {}).get("secretName") == name and v["name"] in self.volumes:
+                vol.update(self.volumes[v["name"]], data, v["secret"], what=f"Secret {name!r}")
+                changed += 1
+        return changed
 
     def pgids(self) -> list[int]:
         return [p.pid for p in self.processes.values()]

@@ -3,6 +3,10 @@
 - ``secret`` / ``configMap``: a directory with one file per key (or per ``items`` entry, at its
   ``path``), written before the first container starts; Secret files are ``0600`` unless
   ``defaultMode`` says otherwise. A missing object fails the pod, unless the volume is ``optional``.
+  The layout is the kubelet's (its AtomicWriter): the files live in ``..<timestamp>/``, ``..data``
+  links to that directory and each ``<key>`` is a link to ``..data/<key>``; ``update`` writes a new
+  timestamped directory and swaps ``..data`` by a rename, as the kubelet does when the object
+  changes (a cert-manager rotation of ``<order>-tls``), so a file watcher sees what it sees in a pod.
 - ``emptyDir``: a new directory; ``medium: Memory`` puts it under ``/dev/shm`` (a tmpfs, like the
   kubelet's), removed with the runner.
 - ``persistentVolumeClaim``: the directory the caller gives for the claim name (``claims``), else a
@@ -13,9 +17,11 @@ Every other kind (hostPath, projected, ...) is refused: the rendered pods do not
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -83,13 +89,34 @@ def _key_files(
         if src.get("optional"):
             return into
         raise LaunchError(f"{what} is missing: the pod cannot start")
+    update(into, data, src, what=what, mode=mode)
+    return into
+
+
+def update(
+    into: Path, data: Mapping[str, str], src: Mapping[str, Any], *, what: str, mode: int = 0o600
+) -> None:
+    """Write ``data`` into the volume directory ``into`` the kubelet's way (module doc)."""
     items = src.get("items")
     wanted = [(i["key"], i["path"], i.get("mode")) for i in items] if items else [(k, k, None) for k in data]
+    stamp = into / f"..{time.strftime('%Y_%m_%d_%H_%M_%S')}.{time.monotonic_ns()}"
     for key, rel, item_mode in wanted:
         if key not in data:
             raise LaunchError(f"{what} has no key {key!r}")
-        path = into / rel
+        path = stamp / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(data[key], encoding="utf-8")
         os.chmod(path, item_mode or src.get("defaultMode") or mode)
-    return into
+    link, tmp = into / "..data", into / "..data_tmp"
+    old = link.resolve() if link.is_symlink() else None
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    tmp.symlink_to(stamp.name)
+    os.replace(tmp, link)
+    for _, rel, _ in wanted:
+        top = rel.split("/", 1)[0]
+        user = into / top
+        if not user.is_symlink():
+            user.symlink_to(f"..data/{top}")
+    if old is not None and old != stamp:
+        shutil.rmtree(old, ignore_errors=True)

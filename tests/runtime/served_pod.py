@@ -22,6 +22,7 @@ import datetime as dt
 import json
 import os
 import secrets
+import socket
 import ssl
 import struct
 import subprocess
@@ -34,6 +35,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import yaml
+from cryptography import x509
 
 from controller import render
 from controller.config.settings import Settings
@@ -133,20 +135,32 @@ def rendered_pod(facts: ModelFacts, hf_endpoint: str) -> dict[str, Any]:
     return pod
 
 
-def mint_tls(host: str, into: Path) -> tuple[dict[str, str], Path]:
-    """A ``kubernetes.io/tls`` Secret's data for ``host`` from a new CA (cert-manager's job), and the
-    CA file (what ``platformCAFile`` names)."""
-    now = dt.datetime.now(dt.UTC)
-    ca, ca_key = new_ca("podrunner-test-ca", now=now, days=1)
-    cert, key = new_leaf(ca, ca_key, common_name=host, hosts=[host], server=True, now=now, days=1)
-    ca_file = into / "ca.crt"
-    ca_file.write_bytes(cert_pem(ca))
-    data = {
-        "tls.crt": cert_pem(cert).decode(),
-        "tls.key": key_pem(key).decode(),
-        "ca.crt": cert_pem(ca).decode(),
-    }
-    return data, ca_file
+@dataclass(frozen=True)
+class TestCa:
+    """The CA that issues ``<order>-tls`` (cert-manager's job), and its file (what ``platformCAFile`` names)."""
+
+    cert: x509.Certificate
+    key: Any
+    file: Path
+
+    @classmethod
+    def new(cls, into: Path) -> TestCa:
+        ca, key = new_ca("podrunner-test-ca", now=dt.datetime.now(dt.UTC), days=1)
+        (into / "ca.crt").write_bytes(cert_pem(ca))
+        return cls(ca, key, into / "ca.crt")
+
+    def tls_secret(self, host: str) -> tuple[dict[str, str], int]:
+        """A ``kubernetes.io/tls`` Secret's data for ``host``, and the certificate's serial number."""
+        now = dt.datetime.now(dt.UTC)
+        cert, key = new_leaf(
+            self.cert, self.key, common_name=host, hosts=[host], server=True, now=now, days=1
+        )
+        data = {
+            "tls.crt": cert_pem(cert).decode(),
+            "tls.key": key_pem(key).decode(),
+            "ca.crt": cert_pem(self.cert).decode(),
+        }
+        return data, int(cert.serial_number)
 
 
 class SniClient(httpx.Client):
@@ -169,7 +183,7 @@ class ServedPod:
     facts: ModelFacts
     mirror: RunningMirror
     token: str
-    ca_file: Path
+    ca: TestCa
     model_dir: Path
     url: str  # the endpoint the probe names: https://<order>.<ns>.svc
     address: str  # 127.0.0.1:<port>: what probeAddressOverride names
@@ -181,10 +195,22 @@ class ServedPod:
         return urlsplit(self.url).hostname or ""
 
     def prober(self) -> Prober:
-        return Prober(ca_file=str(self.ca_file), address_override=self.address, timeout=10)
+        return Prober(ca_file=str(self.ca.file), address_override=self.address, timeout=10)
+
+    def served_serial(self) -> int:
+        """The serial number of the certificate the endpoint presents for its host (by SNI)."""
+        ctx = ssl.create_default_context(cafile=str(self.ca.file))
+        host, port = self.address.rsplit(":", 1)
+        with (
+            socket.create_connection((host, int(port)), timeout=10) as raw,
+            ctx.wrap_socket(raw, server_hostname=self.host) as tls,
+        ):
+            der = tls.getpeercert(binary_form=True)
+        assert der is not None
+        return int(x509.load_der_x509_certificate(der).serial_number)
 
     def client(self, timeout: float = 60) -> SniClient:
-        ctx = ssl.create_default_context(cafile=str(self.ca_file))
+        ctx = ssl.create_default_context(cafile=str(self.ca.file))
         return SniClient(
             self.host,
             base_url=f"https://{self.address}",
@@ -225,7 +251,8 @@ def serve(workdir: Path) -> Iterator[ServedPod]:
     with start_mirror(tiny=True) as mirror:
         pod = rendered_pod(facts, mirror.url)
         url = probe_url(order)
-        tls, ca_file = mint_tls(urlsplit(url).hostname or "", workdir)
+        ca = TestCa.new(workdir)
+        tls, _ = ca.tls_secret(urlsplit(url).hostname or "")
         objects = PodObjects(
             name=f"{names.workload(ORDER)}-0",
             namespace=NAMESPACE,
@@ -245,7 +272,7 @@ def serve(workdir: Path) -> Iterator[ServedPod]:
             port = listen_port(runner.launches["runtime"])
             assert port is not None
             served = ServedPod(
-                runner, pod, facts, mirror, token, ca_file, model_dir / "model", url, f"127.0.0.1:{port}"
+                runner, pod, facts, mirror, token, ca, model_dir / "model", url, f"127.0.0.1:{port}"
             )
             served.probe = wait_healthy(served, began + START_TIMEOUT)
             served.started_seconds = time.monotonic() - began

@@ -189,3 +189,19 @@ def test_a_failing_init_container_stops_the_pod_and_a_dying_one_shows(tmp_path: 
     status = runner.statuses()["main"]
     assert not status.running and status.exit_code == 7
     runner.stop()
+
+
+def test_a_secret_volume_has_the_kubelets_layout_and_updates_by_a_swap(tmp_path: Path) -> None:
+    from devtools.podrunner import volumes
+
+    src = {"secretName": "tls"}
+    found, _ = volumes.materialize([{"name": "tls", "secret": src}], POD, tmp_path, {})
+    into = found["tls"]
+    first = (into / "..data").resolve()
+    assert (into / "tls.crt").readlink() == Path("..data/tls.crt") and (
+        into / "tls.crt"
+    ).read_text() == "CERT"
+    volumes.update(into, {"tls.crt": "NEW", "tls.key": "KEY2"}, src, what="Secret 'tls'")
+    assert (into / "tls.crt").read_text() == "NEW" and (into / "tls.key").read_text() == "KEY2"
+    assert (into / "..data").resolve() != first and not first.exists()  # the old directory is gone
+    assert oct((into / "..data" / "tls.key").stat().st_mode & 0o777) == "0o600"
