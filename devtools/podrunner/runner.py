@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from devtools.podrunner import volumes as vol
-from devtools.podrunner.launch import ImageRun, Launch, PodObjects, plan_launch
+from devtools.podrunner.launch import ImageRun, Launch, LaunchError, PodObjects, plan_launch
 
 SCRIPT_NAME = "podrunner"
 
@@ -176,6 +176,8 @@ class PodRunner:
         return ""
 
     def _spawn(self, container: Mapping[str, Any]) -> subprocess.Popen[bytes]:
+        if os.geteuid() != 0:
+            raise LaunchError("the pod runner needs root: each container runs under `unshare --mount`")
         launch = plan_launch(container, self.objects, self.images, taken=port_taken, free=free_port)
         self.launches[launch.name] = launch
         with self.log(launch.name).open("ab") as out:
