@@ -34,6 +34,7 @@ import re
 from collections.abc import Mapping
 
 from controller.model_facts.gguf import gguf_parts
+from controller.model_facts.sentence import SENTENCE_CONFIG_FILES
 from shared.api.enums import ModelFormat
 
 CONFIG_FILES = frozenset(
@@ -64,14 +65,7 @@ SENTENCE_TRANSFORMERS_FILES = frozenset(
     {
         "modules.json",
         "config_sentence_transformers.json",
-        # every sentence_*_config.json vLLM looks for (transformers_utils/config.py)
-        "sentence_bert_config.json",
-        "sentence_roberta_config.json",
-        "sentence_distilbert_config.json",
-        "sentence_camembert_config.json",
-        "sentence_albert_config.json",
-        "sentence_xlm-roberta_config.json",
-        "sentence_xlnet_config.json",
+        *SENTENCE_CONFIG_FILES,  # every sentence_*_config.json vLLM looks for
     }
 )
 _ST_MODULE = re.compile(r"^\d+_[A-Za-z]+/[^/]+\.(json|safetensors)$")
