@@ -167,6 +167,14 @@ def fetcher(
     }
 
 
+WATCHFILES_FORCE_POLLING_ENV = "WATCHFILES_FORCE_POLLING"
+"""Makes ``--enable-ssl-refresh`` (watchfiles) poll ``tls.crt``/``tls.key`` by path instead of watching
+them with inotify. In the Secret volume both are links through ``..data`` into a timestamped directory
+the kubelet swaps and deletes on each renewal; an inotify watch is on the old file's inode, ends with
+it at the first renewal and is never renewed, so vLLM would load only that one. The poller stats the
+paths (through the links) every 300 ms and reports a newer mtime (whole seconds) each time."""
+
+
 def runtime(order: InferenceService, plan: PlanView, settings: Settings, *, token: bool) -> Obj:
     env: list[Obj] = []
     if token:
@@ -181,7 +189,11 @@ def runtime(order: InferenceService, plan: PlanView, settings: Settings, *, toke
                 },
             }
         )
-    env += [{"name": "HOME", "value": HOME_PATH}, {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
+    env += [
+        {"name": "HOME", "value": HOME_PATH},
+        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+        {"name": WATCHFILES_FORCE_POLLING_ENV, "value": "true"},
+    ]
     args = list(plan.args)
     if token:
         env.append({"name": "PYTHONPATH", "value": TOKEN_GUARD_DIR})

@@ -50,6 +50,18 @@ def test_the_api_key_reaches_vllm_as_vllm_api_key_from_the_auth_secret_and_never
     assert not any("api-key" in a or "VLLM_API_KEY" in a for a in runtime["args"])
 
 
+def test_the_certificate_refresh_polls_the_secret_volumes_paths() -> None:
+    """vLLM's ``--enable-ssl-refresh`` (watchfiles) follows every renewal only by polling: an inotify
+    watch ends with the first timestamped directory the kubelet deletes (pod.py). The volume is the
+    whole Secret at a directory (a subPath mount would never be updated)."""
+    pod = pod_of()
+    runtime = container(pod, "runtime")
+    env = {e["name"]: e.get("value") for e in runtime["env"]}
+    assert env["WATCHFILES_FORCE_POLLING"] == "true"
+    (tls,) = [m for m in runtime["volumeMounts"] if m["name"] == "tls"]
+    assert "subPath" not in tls
+
+
 @pytest.mark.parametrize(("devices", "size"), [(1, "1Gi"), (2, "2Gi"), (8, "8Gi")])
 def test_dev_shm_is_memory_backed_and_grows_with_tensor_parallel(devices: int, size: str) -> None:
     pod = pod_of(Plan(accelerator_count=devices))
