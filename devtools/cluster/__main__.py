@@ -1,4 +1,7 @@
-"""``python -m devtools.cluster up|down|status|env``."""
+"""``python -m devtools.cluster up|down|status|env|build-metrics``.
+
+``build-metrics`` builds Prometheus and KEDA into the cache (issue 22; nothing starts them yet) and prints
+their bin directories; ``build.sh`` and ``make up`` do not build them."""
 
 from __future__ import annotations
 
@@ -6,6 +9,19 @@ import shutil
 import sys
 
 from devtools.cluster import config, launcher
+
+
+def build_metrics() -> int:
+    """Prometheus, then KEDA, built if missing; their bin directories printed, or the error."""
+    from devtools.cluster.components import keda, prometheus
+
+    try:
+        print(prometheus.build())
+        print(keda.build())
+    except (prometheus.PrometheusError, keda.KedaError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -20,10 +36,12 @@ def main(argv: list[str]) -> int:
         return 0
     if cmd == "status":
         return launcher.status()
+    if cmd == "build-metrics":
+        return build_metrics()
     if cmd == "env":
         print(f"export KUBECONFIG={config.P.kubeconfig}")
         return 0
-    print("usage: python -m devtools.cluster up|down [--purge]|status|env", file=sys.stderr)
+    print("usage: python -m devtools.cluster up|down [--purge]|status|env|build-metrics", file=sys.stderr)
     return 2
 
 
