@@ -106,6 +106,11 @@ def policed(
     ):
         # Secrets left by an earlier issuance (deleting a Certificate keeps its Secret) would make the
         # Certificates Ready with no request: these must be issued now, under the policies.
+        # So would Certificates and requests left by a platform that issued them with cert-manager's own
+        # approver on (the e2e modules apply the same PKI): they are deleted and made again here.
+        kubectl("delete", "-k", str(PKI), "--ignore-not-found", "--wait=true")
+        for ns in sorted({ns for ns, _ in MODULE_CERTIFICATES}):
+            kubectl("delete", "certificaterequests.cert-manager.io", "--all", "-n", ns, "--ignore-not-found")
         for ns, name in MODULE_CERTIFICATES:
             secret = "inference-webhook-tls" if name == "inference-webhook" else name
             kubectl("delete", "secret", secret, "-n", ns, "--ignore-not-found")
