@@ -31,7 +31,6 @@ Used by tests/integration/test_certificate_policy.py.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import pathlib
 import shutil
@@ -45,7 +44,7 @@ import yaml
 
 from devtools import procs
 from devtools.cluster.config import VersionError, cache_root, pinned_version
-from devtools.cluster.gomod import GoModuleError, download_module
+from devtools.cluster.gomod import GoModuleError, build_lock, download_module
 
 MODULE = "github.com/cert-manager/approver-policy"
 PACKAGE = f"{MODULE}/cmd"
@@ -113,18 +112,6 @@ def build_steps(pinned: str, out: pathlib.Path) -> list[list[str]]:
     ]  # fmt: skip
 
 
-@contextlib.contextmanager
-def _build_lock(cache: pathlib.Path) -> Iterator[None]:
-    """The cache's build lock (devtools/cluster/build.sh takes the same one)."""
-    cache.mkdir(parents=True, exist_ok=True)
-    with (cache / ".build.lock").open("w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def build(*, pinned: str | None = None, env: Mapping[str, str] | None = None) -> pathlib.Path:
     """``<cache>/approver-policy-<version>/bin/approver-policy``, built from the module proxy if missing."""
     pinned = pinned or version()
@@ -136,7 +123,7 @@ def build(*, pinned: str | None = None, env: Mapping[str, str] | None = None) ->
     if shutil.which("go") is None:
         raise ApproverPolicyError("`go` is not on PATH: approver-policy is built from the Go module proxy")
     build_env = {**environ, "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false", "GOWORK": "off"}
-    with _build_lock(cache_root(environ)):
+    with build_lock(cache_root(environ)):
         if binary.is_file():  # another session built it while we waited
             return binary
         work = root / "build"
