@@ -6,8 +6,9 @@ applies ``deploy/base/cert-manager/endpoints-pki.yaml``, the issuer chain the mo
 
     ClusterIssuer inference-selfsigned -> Certificate cert-manager/inference-platform-ca (the CA)
     -> ClusterIssuer inference-endpoints (every order's Certificate names it)
-    -> Certificate d8-inference/inference-platform-ca, which carries the CA (``ca.crt``) into the
-       module's namespace for the controller's probe (module setting ``platformCAFile``).
+    -> ClusterIssuer inference-ca-bundle (the same CA) -> Certificate d8-inference/inference-platform-ca,
+       which carries the CA (``ca.crt``) into the module's namespace for the controller's probe
+       (module setting ``platformCAFile``).
 
 So an order's ``<order>-tls`` is issued by cert-manager from the Certificate the controller rendered,
 and the probe trusts what the platform's own Secret says, not a CA the test made up. The CA's key

@@ -145,3 +145,41 @@ def test_the_identity_policy_stamps_the_creator_on_every_new_certificate_request
     assert '"/spec/username", value: request.userInfo.username' in expression
     assert '"/spec/groups"' in expression
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+
+
+def selects(policy: dict[str, Any], namespace: str, issuer_ref: dict[str, Any]) -> bool:
+    """Whether a policy's selector picks a request to ``issuer_ref`` from ``namespace`` (approver-policy's
+    issuerRef and namespace.matchNames selectors; an unset field matches anything)."""
+    selector = policy["spec"]["selector"]
+    ref = selector.get("issuerRef") or {}
+    wanted = {"name": issuer_ref["name"], "kind": issuer_ref.get("kind", "Issuer"),
+              "group": issuer_ref.get("group", "cert-manager.io")}  # fmt: skip
+    if not all(approver_policy_wildcard(ref[k], wanted[k]) for k in ("name", "kind", "group") if k in ref):
+        return False
+    names = (selector.get("namespace") or {}).get("matchNames")
+    return names is None or any(approver_policy_wildcard(n, namespace) for n in names)
+
+
+def test_each_module_certificate_is_selected_by_the_module_policy_alone() -> None:
+    """A request two policies select is denied if the one that refuses it is loaded first (approver-policy
+    denies when every applicable policy refuses), and cert-manager retries a denied issuance only after an
+    hour. The CA bundle for the controller was issued by inference-endpoints once, and CI timed out on it."""
+    policies = [d for d in DOCS if d["kind"] == "CertificateRequestPolicy"]
+    pki = [
+        d
+        for f in ("webhook-pki.yaml", "endpoints-pki.yaml")
+        for d in yaml.safe_load_all((POLICY_FILE.parent / f).read_text())
+        if d and d["kind"] == "Certificate"
+    ]
+    assert len(pki) == 4
+    for cert in pki:
+        chosen = [
+            p["metadata"]["name"]
+            for p in policies
+            if selects(p, cert["metadata"]["namespace"], cert["spec"]["issuerRef"])
+        ]
+        assert chosen == ["inference-module-pki"], (cert["metadata"], chosen)
+    order_ref = {"name": Settings().endpoint_issuer, "kind": "ClusterIssuer", "group": "cert-manager.io"}
+    assert [p["metadata"]["name"] for p in policies if selects(p, "tenant", order_ref)] == [
+        "inference-endpoints"
+    ]
