@@ -161,7 +161,8 @@ class PodRunner:
         self.durations: dict[str, float] = {}
         (workdir / "logs").mkdir(parents=True, exist_ok=True)
 
-    def _prepare(self) -> None:
+    def prepare(self) -> None:
+        """The volumes as directories (once); LaunchError while a Secret or ConfigMap they need is missing."""
         if not self.volumes:
             self.volumes, self._scratch = vol.materialize(
                 list(self.spec.get("volumes") or ()), self.objects, self.workdir, self.claims
@@ -195,7 +196,7 @@ class PodRunner:
 
     def run_init(self, timeout: float = 600.0) -> None:
         """Each init container in order, to its end (module doc)."""
-        self._prepare()
+        self.prepare()
         for container in self.spec.get("initContainers") or ():
             began = time.monotonic()
             proc = self._spawn(container)
@@ -212,9 +213,18 @@ class PodRunner:
 
     def start(self) -> None:
         """Start the containers (after ``run_init``)."""
-        self._prepare()
+        self.prepare()
         for container in self.spec["containers"]:
             self._spawn(container)
+
+    def restart(self, name: str) -> None:
+        """Start container ``name`` again after its process ended (the kubelet's restart policy
+        ``Always``); its log goes on in the same file."""
+        proc = self.processes.get(name)
+        if proc is not None and proc.poll() is None:
+            raise RuntimeError(f"container {name} is still running")
+        (container,) = [c for c in self.spec["containers"] if c["name"] == name]
+        self._spawn(container)
 
     def statuses(self) -> dict[str, ContainerStatus]:
         names = [c["name"] for c in self.spec["containers"]]

@@ -73,3 +73,16 @@ def model_dir(model: TinyModel, root: Path | None = None) -> Path:
 def is_built(root: Path | None = None) -> bool:
     """Whether every model is complete under ``root`` (a build writes its Hub facts last)."""
     return all((model_dir(m, root) / HUB_FACTS).is_file() for m in MODELS)
+
+
+def ensure_built(python: Path) -> Path:
+    """The models, built first with ``python`` (one that has transformers: the vLLM environment's)
+    when the cache lacks them. Returns the cache root."""
+    if not is_built():
+        import os
+        import subprocess
+
+        root = Path(__file__).resolve().parents[2]
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        subprocess.run([str(python), "-m", "devtools.tiny_models"], cwd=root, env=env, check=True)
+    return cache_root()

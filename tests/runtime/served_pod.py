@@ -20,12 +20,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import os
 import secrets
 import socket
 import ssl
 import struct
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -67,14 +65,7 @@ START_TIMEOUT = 600.0
 def tiny_repo() -> Repo:
     """The mirror's tiny-llama-chat, built into the cache first on a cold machine (transformers lives
     in the vLLM environment, not the project's)."""
-    if not tiny_models.is_built():
-        python = vllm_cpu.locate().python
-        subprocess.run(
-            [str(python), "-m", "devtools.tiny_models"],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            check=True,
-        )
+    tiny_models.ensure_built(vllm_cpu.locate().python)
     return tiny_repos()[CHAT.repo_id]
 
 

@@ -1,0 +1,5 @@
+"""``python -m devtools.podrunner``: the plane runner (devtools/podrunner/plane.py)."""
+
+from devtools.podrunner.plane import main
+
+raise SystemExit(main())
