@@ -7,6 +7,7 @@ The "real runtime" here is a small TLS server in a thread with its own certifica
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import ssl
@@ -23,6 +24,9 @@ from cryptography import x509
 
 from standins.runtime import RunningRuntime, make_ca, make_server_pair, start_runtime
 from standins.runtime.orders import OrderKey
+from standins.runtime.router import peek_sni, splice
+from standins.runtime.server import FORWARDED_KEPT
+from tests.unit.standins.test_sni import real_hello
 
 HOST = "chat.team-a.svc"
 OTHER = "open.team-a.svc"
@@ -88,18 +92,25 @@ def standin_pair(ca: tuple[bytes, bytes, Path]) -> tuple[bytes, bytes]:
     return make_server_pair(ca[0], ca[1], (HOST,))
 
 
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory, backend_pair: tuple[bytes, bytes]) -> Iterator[Backend]:
-    d = tmp_path_factory.mktemp("backend")
-    (d / "tls.crt").write_bytes(backend_pair[0])
-    (d / "tls.key").write_bytes(backend_pair[1])
+@contextlib.contextmanager
+def serving_backend(d: Path, pair: tuple[bytes, bytes]) -> Iterator[Backend]:
+    (d / "tls.crt").write_bytes(pair[0])
+    (d / "tls.key").write_bytes(pair[1])
     server = Backend(d / "tls.crt", d / "tls.key")
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory, backend_pair: tuple[bytes, bytes]) -> Iterator[Backend]:
+    with serving_backend(tmp_path_factory.mktemp("backend"), backend_pair) as server:
+        yield server
 
 
 @pytest.fixture
@@ -277,3 +288,93 @@ def test_the_control_api_lists_routes_and_route_raises_on_a_bad_backend(runtime:
     with pytest.raises(ValueError, match=r"1\.\.65535"):
         runtime.route("team-a", "chat", ["127.0.0.1:99999"])
     assert runtime.state.routes[OrderKey("team-a", "chat")] == ["127.0.0.1:8000", "[::1]:8001"]
+
+
+def test_round_robin_spreads_connections_over_the_backends(
+    runtime: RunningRuntime,
+    ca: tuple[bytes, bytes, Path],
+    backend: Backend,
+    tmp_path: Path,
+) -> None:
+    second_pair = make_server_pair(ca[0], ca[1], (HOST,))
+    with serving_backend(tmp_path, second_pair) as second:
+        runtime.route("team-a", "chat", [backend.address, second.address])
+        serials = [fetch(runtime, ca[2], HOST)[0] for _ in range(4)]
+    assert serials.count(serial_of(second_pair[0])) == 2
+    assert len(set(serials)) == 2
+
+
+def test_the_forwarded_list_keeps_the_last_entries(runtime: RunningRuntime) -> None:
+    for i in range(FORWARDED_KEPT + 5):
+        runtime.state.record_forwarded({"host": f"h{i}", "backend": None, "up": 0, "down": 0, "error": None})
+    kept = runtime.forwarded()
+    assert len(kept) == FORWARDED_KEPT
+    assert (kept[0]["host"], kept[-1]["host"]) == ("h5", f"h{FORWARDED_KEPT + 4}")
+
+
+def test_peek_reads_a_hello_sent_in_pieces_and_leaves_it_in_the_socket() -> None:
+    hello = real_hello(HOST)
+    client, server = socket.socketpair()
+    with client, server:
+        client.sendall(hello[:7])
+        later = threading.Timer(0.2, client.sendall, (hello[7:],))
+        later.start()
+        assert peek_sni(server, timeout=5) == HOST
+        later.join()
+        server.settimeout(1)
+        assert server.recv(len(hello) + 10, socket.MSG_WAITALL) == hello
+
+
+@pytest.mark.parametrize(
+    ("sent", "close"),
+    [(b"", False), (b"", True), (b"GET / HTTP/1.1\r\n", False)],
+    ids=["silent", "closed", "http"],
+)
+def test_peek_gives_none_without_a_hello_within_the_timeout(sent: bytes, close: bool) -> None:
+    client, server = socket.socketpair()
+    with client, server:
+        client.sendall(sent)
+        if close:
+            client.shutdown(socket.SHUT_WR)
+        started = time.monotonic()
+        assert peek_sni(server, timeout=0.3) is None
+        assert time.monotonic() - started < 2
+
+
+def test_splice_passes_a_half_close_through_and_counts_bytes() -> None:
+    """The client sends its request and EOF; the backend still answers after seeing the EOF."""
+    client, front = socket.socketpair()
+    back, backend = socket.socketpair()
+    result: list[tuple[int, int, str | None]] = []
+    thread = threading.Thread(target=lambda: result.append(splice(front, back, idle=5)))
+    thread.start()
+    with client, front, back, backend:
+        client.sendall(b"request")
+        client.shutdown(socket.SHUT_WR)
+        backend.settimeout(5)
+        got = b""
+        while chunk := backend.recv(100):
+            got += chunk
+        assert got == b"request"  # then EOF: the half-close arrived
+        backend.sendall(b"the answer")
+        backend.shutdown(socket.SHUT_WR)
+        client.settimeout(5)
+        answer = b""
+        while chunk := client.recv(100):
+            answer += chunk
+        thread.join(timeout=5)
+    assert answer == b"the answer"
+    assert result == [(7, 10, None)]
+
+
+def test_splice_ends_a_connection_idle_both_ways() -> None:
+    client, front = socket.socketpair()
+    back, backend = socket.socketpair()
+    with client, front, back, backend:
+        started = time.monotonic()
+        up, down, error = splice(front, back, idle=0.3)
+        assert time.monotonic() - started < 3
+        client.settimeout(1)
+        assert client.recv(1) == b""  # shut down: the client sees the end
+    assert (up, down) == (0, 0)
+    assert error is not None and "no byte either way" in error
