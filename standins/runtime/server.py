@@ -46,8 +46,9 @@ Control (plain HTTP, loopback):
 - ``PUT /_standin/routes/{namespace}/{name}`` ``{"backends": ["HOST:PORT", ...]}`` routes the order to
   real runtimes (``[]``: claimed, none ready; 400 for a malformed list) / ``DELETE`` gives it back to
   the stand-in; ``GET /_standin/routes`` lists the routes;
-- ``GET /_standin/forwarded`` lists the last 1000 connections passed through (SNI ``host``, the
-  ``backend`` or None when none accepted, bytes ``up`` to it and ``down`` from it, ``error``).
+- ``GET /_standin/forwarded`` lists the last 1000 connections passed through, each once it ended
+  (SNI ``host``, the ``backend`` or None when none accepted, bytes ``up`` to it and ``down`` from it,
+  ``error``).
 """
 
 from __future__ import annotations
