@@ -1,18 +1,26 @@
-"""The runtime stand-in: one OpenAI-compatible HTTPS server answering for many orders at once.
+"""The runtime stand-in: one HTTPS address answering for many orders at once, by the stand-in's own
+OpenAI-compatible server or, for the orders a real runtime serves, by that runtime (TLS passthrough).
 
-Real GPU runtimes cannot run here. The controller's probe is pointed at this one address by the
-module setting ``probeAddressOverride`` and sends each order's endpoint host as SNI; the stand-in
-presents the order's own certificate from its ``<order>-tls`` Secret (reloaded when the Secret
-changes, as vLLM's ``--enable-ssl-refresh`` does) and, while the platform has issued none, refuses
-the handshake; it checks the order's token from its ``<order>-auth`` Secret, and lists the order's
-model. Start it with ``python -m standins.runtime``
-or in-process with ``start_runtime()``. The routes are described in ``standins.runtime.server``.
+Real GPU runtimes mostly cannot run here. The controller's probe is pointed at this one address by
+the module setting ``probeAddressOverride`` and sends each order's endpoint host as SNI. An order
+routed to real vLLM processes on this machine (``RunningRuntime.route``) is passed through to one of
+them untouched: the client handshakes with the real runtime and sees its own certificate; the
+stand-in terminates no TLS and never answers for such an order, not even while none of its
+processes is ready (the connection is closed).
+
+For every other order the stand-in presents the order's own certificate from its ``<order>-tls``
+Secret (reloaded when the Secret changes, as vLLM's ``--enable-ssl-refresh`` does) and, while the
+platform has issued none, refuses the handshake; it checks the order's token from its
+``<order>-auth`` Secret, and lists the order's model. Start it with ``python -m standins.runtime``
+or in-process with ``start_runtime()``. Its HTTP routes and control API are described in
+``standins.runtime.server``.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
@@ -62,6 +70,26 @@ class RunningRuntime:
         self.state.directory.register(
             OrderKey(namespace, name), token=token, model=model, tls=pair, guarded=guarded
         )
+
+    def route(self, namespace: str, name: str, backends: list[str]) -> None:
+        """Pass the order's connections through to real runtimes at ``HOST:PORT`` (TLS passthrough,
+        round robin); ``[]``: a real runtime claims the order but none is ready (connections are
+        closed). ValueError for a malformed backend."""
+        try:
+            self._control("PUT", f"/_standin/routes/{namespace}/{name}", {"backends": backends})
+        except urllib.error.HTTPError as e:
+            if e.code != 400:
+                raise
+            raise ValueError(json.loads(e.read())["error"]) from None
+
+    def unroute(self, namespace: str, name: str) -> None:
+        """The stand-in answers for the order itself again."""
+        self._control("DELETE", f"/_standin/routes/{namespace}/{name}", None)
+
+    def forwarded(self) -> list[dict[str, object]]:
+        """The last connections passed through to real runtimes (``GET /_standin/forwarded``):
+        ``host``, ``backend`` (None when none accepted), bytes ``up`` and ``down``, ``error``."""
+        return self._list("forwarded")
 
     def requests(self) -> list[dict[str, object]]:
         """The API requests served so far (``GET /_standin/requests``)."""

@@ -1,7 +1,19 @@
-"""The runtime stand-in's two servers: the OpenAI-compatible HTTPS API and the plain-HTTP control port.
+"""The runtime stand-in's two servers: the HTTPS entry address (an SNI router in front of the stand-in's
+own OpenAI-compatible API) and the plain-HTTP control port.
 
-HTTPS (one address for every order; the order is told by ``Host``, which must equal the SNI name the
-TLS connection was set up for, else 421 Misdirected Request):
+The entry address is one for every order; the order is told by the SNI name of the ClientHello:
+
+- an order routed to real runtimes (``PUT /_standin/routes/...``: a real vLLM process on this machine
+  serves it) is passed through: the stand-in peeks at the ClientHello without consuming it, terminates
+  no TLS, connects to one of the order's backends (round robin, the next on a refused connection) and
+  copies the raw bytes both ways (``standins.runtime.router``), so the client handshakes with the
+  real runtime and sees its certificate. An order claimed by a real runtime with no backend ready
+  (an empty list) is closed unanswered: the stand-in never pretends to serve an order a real process
+  serves. Only ``<order>.<namespace>.svc[.cluster.local]`` names are routed;
+- every other connection is answered by the stand-in itself, as below.
+
+The stand-in's API (the order is told by ``Host``, which must equal the SNI name the TLS connection was
+set up for, else 421 Misdirected Request):
 
 - ``GET /v1/models`` -> ``{"object": "list", "data": [{"id": <served model name>, ...}]}``;
 - ``POST /v1/chat/completions``, ``/v1/embeddings``, ``/v1/rerank``: small deterministic answers;
@@ -30,7 +42,13 @@ Control (plain HTTP, loopback):
 - ``GET /_standin/requests`` lists the API requests served (host, path, status, and the ``serial``
   and ``source`` of the certificate the connection was set up with);
 - ``GET /_standin/handshakes`` lists the TLS handshakes (SNI ``host``, ``serial``, ``source``, ``ok``,
-  and the ``error`` of a refused one, e.g. a client that does not trust the certificate).
+  and the ``error`` of a refused one, e.g. a client that does not trust the certificate);
+- ``PUT /_standin/routes/{namespace}/{name}`` ``{"backends": ["HOST:PORT", ...]}`` routes the order to
+  real runtimes (``[]``: claimed, none ready; 400 for a malformed list) / ``DELETE`` gives it back to
+  the stand-in; ``GET /_standin/routes`` lists the routes;
+- ``GET /_standin/forwarded`` lists the last 1000 connections passed through, each once it ended
+  (SNI ``host``, the ``backend`` or None when none accepted, bytes ``up`` to it and ``down`` from it,
+  ``error``).
 """
 
 from __future__ import annotations
@@ -49,8 +67,10 @@ from typing import Any, cast
 
 from standins.runtime.endpoint_tls import SecretContexts, ServedCert, TlsPair
 from standins.runtime.orders import OrderDirectory, OrderKey, needs_token, order_key_for_host
+from standins.runtime.router import connect_first, parse_backend, peek_sni, splice
 
-_CONTROL = re.compile(r"^/_standin/(faults|orders)/([a-z0-9-]+)/([a-z0-9.-]+)$")
+_CONTROL = re.compile(r"^/_standin/(faults|orders|routes)/([a-z0-9-]+)/([a-z0-9.-]+)$")
+FORWARDED_KEPT = 1000
 
 
 @dataclass
@@ -62,7 +82,27 @@ class RuntimeState:
     faults: dict[OrderKey, int] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     handshakes: list[dict[str, Any]] = field(default_factory=list)
+    routes: dict[OrderKey, list[str]] = field(default_factory=dict)  # HOST:PORT of the real runtimes
+    forwarded: list[dict[str, Any]] = field(default_factory=list)  # the last FORWARDED_KEPT
     lock: threading.Lock = field(default_factory=threading.Lock)
+    _turns: dict[OrderKey, int] = field(default_factory=dict)
+
+    def backends_for(self, key: OrderKey) -> list[str] | None:
+        """The routed order's backends in the order to try them, each call starting one further
+        (round robin); ``[]`` for an order claimed by a real runtime with none ready; None for an
+        order the stand-in serves itself."""
+        with self.lock:
+            backends = self.routes.get(key)
+            if not backends:
+                return None if backends is None else []
+            turn = self._turns.get(key, 0) % len(backends)
+            self._turns[key] = turn + 1
+        return backends[turn:] + backends[:turn]
+
+    def record_forwarded(self, entry: dict[str, Any]) -> None:
+        with self.lock:
+            self.forwarded.append(entry)
+            del self.forwarded[:-FORWARDED_KEPT]
 
     def certificate_for(self, name: str) -> ServedCert | None:
         """The order's ``<order>-tls`` pair when it has a loadable one; None otherwise (an API
@@ -107,6 +147,8 @@ class ApiServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
+        if self._forwarded(request):
+            return
         try:
             request.settimeout(30)
             tls = self.tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
@@ -126,6 +168,30 @@ class ApiServer(ThreadingHTTPServer):
             with contextlib.suppress(OSError):
                 tls.shutdown(socket.SHUT_RDWR)
             tls.close()
+
+    def _forwarded(self, request: socket.socket) -> bool:
+        """Pass the connection through to a real runtime when its SNI names a routed order (True:
+        handled, the connection is done). Nothing is peeked while no order is routed; an order
+        claimed with no backend ready is closed unanswered: the stand-in never answers for an
+        order a real runtime serves."""
+        with self.state.lock:
+            routing = bool(self.state.routes)
+        host = peek_sni(request) if routing else None
+        key = order_key_for_host(host) if host else None
+        backends = self.state.backends_for(key) if key else None
+        if host is None or backends is None:
+            return False
+        entry: dict[str, Any] = {"host": host, "backend": None, "up": 0, "down": 0, "error": None}
+        try:
+            backend, entry["backend"] = connect_first(backends)
+        except OSError as e:
+            entry["error"] = str(e)
+            self.state.record_forwarded(entry)
+            return True
+        with backend:
+            entry["up"], entry["down"], entry["error"] = splice(request, backend)
+        self.state.record_forwarded(entry)
+        return True
 
     def _record_handshake(self, tls: ssl.SSLSocket, *, error: BaseException | None) -> None:
         served: ServedCert | None = getattr(tls, "served", None)
@@ -269,6 +335,16 @@ class ControlHandler(BaseHTTPRequestHandler):
         elif self.path == "/_standin/handshakes":
             with state.lock:
                 self._json(200, {"handshakes": list(state.handshakes)})
+        elif self.path == "/_standin/forwarded":
+            with state.lock:
+                self._json(200, {"forwarded": list(state.forwarded)})
+        elif self.path == "/_standin/routes":
+            with state.lock:
+                routes = [
+                    {"namespace": k.namespace, "name": k.name, "backends": list(v)}
+                    for k, v in state.routes.items()
+                ]
+            self._json(200, {"routes": routes})
         else:
             self._json(404, {"error": "unknown control route"})
 
@@ -280,7 +356,14 @@ class ControlHandler(BaseHTTPRequestHandler):
             return
         what, key = m.group(1), OrderKey(namespace=m.group(2), name=m.group(3))
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}") if length else {}
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}") if length else {}
+        except ValueError as e:
+            self._json(400, {"error": f"the body is not JSON: {e}"})
+            return
+        if what == "routes":
+            self._route(method, key, body)
+            return
         if what == "faults":
             with state.lock:
                 if method == "PUT":
@@ -300,6 +383,28 @@ class ControlHandler(BaseHTTPRequestHandler):
         else:
             state.directory.unregister(key)
         self._json(200, {"namespace": key.namespace, "name": key.name})
+
+    def _route(self, method: str, key: OrderKey, body: Any) -> None:
+        """``PUT`` ``{"backends": ["HOST:PORT", ...]}`` routes the order to real runtimes (400 on
+        a bad list); ``DELETE`` gives it back to the stand-in."""
+        state = self.server.state
+        if method == "DELETE":
+            with state.lock:
+                state.routes.pop(key, None)
+            self._json(200, {"namespace": key.namespace, "name": key.name})
+            return
+        backends = body.get("backends") if isinstance(body, dict) else None
+        try:
+            if not isinstance(backends, list):
+                raise ValueError('the body must be {"backends": ["HOST:PORT", ...]} (a list, maybe empty)')
+            for backend in backends:
+                parse_backend(backend)
+        except ValueError as e:
+            self._json(400, {"error": str(e)})
+            return
+        with state.lock:
+            state.routes[key] = list(backends)
+        self._json(200, {"namespace": key.namespace, "name": key.name, "backends": backends})
 
     def _json(self, status: int, doc: Any) -> None:
         raw = json.dumps(doc).encode()
