@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,8 +30,8 @@ from typing import Any
 import yaml
 from kubernetes import client as k8s
 
-from devtools import procs
-from devtools.cluster.components import cert_manager
+from devtools import procs, tiny_models
+from devtools.cluster.components import cert_manager, vllm_cpu
 from devtools.cluster.handle import Cluster, Kubectl
 from devtools.cluster.identity import service_account_kubeconfig
 from devtools.product.controller import NAMESPACE, SETTINGS_CONFIGMAP, ControllerProcess
@@ -69,6 +70,7 @@ class Platform:
     ca_key_pem: bytes  # its key (cert-manager's CA issuer's): for certificates written by hand
     fetcher_metrics_port: int = 0
     cluster_objects: list[tuple[str, str]] = field(default_factory=list)
+    plane_runner: procs.Background | None = None  # the real vLLM behind tiny-model orders, if started
 
     # -- objects ---------------------------------------------------------------------------
 
@@ -202,15 +204,23 @@ def controller_env() -> dict[str, str]:
 
 @contextmanager
 def running_platform(
-    cluster: Cluster, kubectl: Kubectl, api: k8s.ApiClient, *, hostile_hub: bool = False
+    cluster: Cluster,
+    kubectl: Kubectl,
+    api: k8s.ApiClient,
+    *,
+    hostile_hub: bool = False,
+    real_runtime: bool = False,
 ) -> Iterator[Platform]:
     """The product installed and running until the ``with`` block ends; logs under .cluster/e2e-logs.
 
     cert-manager issues every order's Certificate from the shipped chain (testkit/endpoint_pki.py),
     and the runtime stand-in serves only the certificate in ``<order>-tls``, so an order is Ready
     only once cert-manager has issued its Certificate. ``hostile_hub``: the mirror also serves the
-    hostile repositories of standins/hub_mirror/hostile.py. The time cert-manager took to start and
-    the PKI to be issued are written to ``timings.json`` in the log directory."""
+    hostile repositories of standins/hub_mirror/hostile.py. ``real_runtime``: the mirror also serves the
+    tiny models (devtools/tiny_models, built first if missing), and the plane runner
+    (``python -m devtools.podrunner``, devtools/podrunner/plane.py) runs their orders' pods on a real
+    vLLM behind the stand-in's address. The time cert-manager took to start and the PKI to be issued
+    are written to ``timings.json`` in the log directory."""
     install_product(kubectl, field_manager="e2e")
     tmp = ROOT / ".cluster" / "e2e-logs" / time.strftime("%Y%m%d-%H%M%S")
     tmp.mkdir(parents=True, exist_ok=True)
@@ -229,7 +239,9 @@ def running_platform(
         )
         ca_file = tmp / "platform-ca.crt"
         ca_file.write_bytes(pki.ca_pem)
-        mirror = start_mirror(tokens=(HF_TOKEN,), hostile=hostile_hub)
+        if real_runtime:
+            tiny_models.ensure_built(vllm_cpu.locate().python)
+        mirror = start_mirror(tokens=(HF_TOKEN,), hostile=hostile_hub, tiny=real_runtime)
         stack.callback(mirror.stop)
         runtime = start_runtime(kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5)
         stack.callback(runtime.stop)
@@ -246,6 +258,9 @@ def running_platform(
         p = Platform(
             cluster, kubectl, api, mirror, runtime, controller, issuer, ca_file, pki.ca_key_pem, fetcher_port
         )
+        if real_runtime:
+            p.plane_runner = start_plane_runner(cluster, runtime, tmp / "podrunner")
+            stack.callback(procs.stop, PLANE_RUNNER, state=tmp / "podrunner", grace=60)
         try:
             controller.start()
             yield p
@@ -254,6 +269,22 @@ def running_platform(
             for kind, name in p.cluster_objects:
                 kubectl("delete", kind, name, "--ignore-not-found", "--wait=false", check=False)
             print(f"controller logs: {tmp}")
+
+
+PLANE_RUNNER = "plane-runner"
+
+
+def start_plane_runner(cluster: Cluster, runtime: RunningRuntime, state: pathlib.Path) -> procs.Background:
+    """``python -m devtools.podrunner`` against the plane, routing through ``runtime``; up once it says so."""
+    bg = procs.start(
+        PLANE_RUNNER,
+        [sys.executable, "-m", "devtools.podrunner", "--kubeconfig", str(cluster.kubeconfig),
+         "--standin-control", runtime.control_url, "--state", str(state)],
+        state=state,
+        cwd=ROOT,
+    )  # fmt: skip
+    procs.wait_for_line(bg, "plane runner up", timeout=600)
+    return bg
 
 
 def controller_writes(p: Platform, *, events: bool = False) -> float:

@@ -105,10 +105,10 @@ class Plane:
         self.demo.state.mkdir(parents=True, exist_ok=True)
         steps.install(self.demo)
         steps.make_pki(self.demo)
-        self.hub_url = steps.start_hub(self.demo)
+        self.hub_url = steps.start_hub(self.demo, tiny=False)
         # It reads an order and its token Secret once a minute, not every 2 s.
         # The issuer stand-in lists every Certificate in a pass: every 5 s at this scale.
-        self.runtime_address = steps.start_runtime(self.demo, cache_seconds=60, issuer_period=5.0)
+        self.runtime_address, _ = steps.start_runtime(self.demo, cache_seconds=60, issuer_period=5.0)
         data = {
             **settings,
             "hfEndpoint": self.hub_url,

@@ -22,21 +22,11 @@ rendered launch (the real vLLM behind orders, issue 20 item 2).
 TLS stays on: vLLM ends TLS with the order's certificate from the ``<order>-tls`` Secret volume and
 ``--enable-ssl-refresh`` as rendered.
 
-**How it would plug into the local (KWOK) plane** (not done yet):
-
-1. A watch on the plane's pods: a pod of an order whose weights are at most 64 MiB, bound to a KWOK
-   node, gets a ``PodRunner`` with its spec, its Secrets/ConfigMaps read from the API server
-   (``PodObjects``) and ``images.pinned_vllm()``; the PVC of the ``model`` volume maps to a directory
-   of the plane's state (``claims``), so a restarted pod reuses the download like a real volume.
-2. KWOK's stages for such pods are skipped (a pod annotation the stage selectors exclude), and the
-   runner patches ``status`` itself: ``initContainerStatuses`` as ``run_init`` goes,
-   ``containerStatuses`` from ``statuses()`` (``running`` / ``terminated.exitCode``), ``Ready`` from
-   the rendered ``readinessProbe`` run against the listen port; a container that dies shows as
-   terminated with its exit code (``CrashLoopBackOff`` after a restart policy's retry).
-3. ``probeAddressOverride`` stays the one entry address: its SNI router (the runtime stand-in today)
-   forwards the endpoint host ``<order>.<ns>.svc`` to the runner's listen port instead of to the
-   stand-in; the TLS is vLLM's, so the path is the production one.
-4. Deleting the pod calls ``stop()``: every process of each container's group ends.
+**In the local (KWOK) plane**: ``plane`` (``python -m devtools.podrunner``) adopts the pods of orders
+whose files weigh at most 64 MiB (``adoption``), runs them with a ``PodRunner`` each, reports their
+status as a kubelet would, and routes their SNI name at the runtime stand-in's address (the one entry
+address, ``probeAddressOverride``) to vLLM's port, TLS passed through; deleting the pod stops it.
+``make demo`` and the e2e module tests/integration/e2e/test_real_runtime.py start it.
 """
 
 from devtools.podrunner.launch import ImageRun, Launch, LaunchError, PodObjects, plan_launch

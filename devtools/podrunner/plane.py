@@ -32,12 +32,15 @@ import argparse
 import base64
 import contextlib
 import datetime as dt
+import json
 import logging
+import re
 import signal
 import ssl
 import threading
 import time
 from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -341,6 +344,7 @@ class PlaneRunner:
         self.image = runtime_images.pinned().image
         self.workers: dict[str, PodWorker] = {}
         self.decided: dict[str, bool] = {}  # pod uid -> adopted
+        self.lock = threading.RLock()  # the sync and the stand-in's questions
 
     def objects(self, pod: Obj) -> PodObjects:
         """What the kubelet would read for ``pod``: its Secrets and ConfigMaps (those that exist)."""
@@ -401,7 +405,34 @@ class PlaneRunner:
             return None
         return size is not None and size <= self.max_bytes
 
+    def verdict(self, pod: Obj) -> bool:
+        """``decide`` once per pod; an adopted pod's order is claimed at the stand-in first."""
+        uid = pod["metadata"]["uid"]
+        if uid not in self.decided:
+            verdict = self.decide(pod)
+            if verdict is None:
+                return False
+            self.decided[uid] = verdict
+            if verdict:
+                order = (pod["metadata"]["namespace"], names.order_of(pod) or "")
+                self.routes.set(order, None, None)
+                log.info("pod %s/%s: served by a real vLLM", *order)
+        return self.decided[uid]
+
+    def adopts(self, namespace: str, order: str) -> bool:
+        """Asked by the stand-in before it answers for an order nobody routed (``GET /adopts/...``):
+        whether a pod of the order is one the runner serves; claimed before the answer."""
+        with self.lock:
+            listed = self.core.list_namespaced_pod(namespace, label_selector=f"{names.LABEL_ORDER}={order}")
+            pods = [self.api.sanitize_for_serialization(i) for i in listed.items]
+            verdicts = [self.verdict(p) for p in pods if not p["metadata"].get("deletionTimestamp")]
+            return any(verdicts)  # every pod decided (and claimed), not just up to the first
+
     def sync_once(self) -> None:
+        with self.lock:
+            self._sync()
+
+    def _sync(self) -> None:
         listed = self.core.list_pod_for_all_namespaces(label_selector=names.LABEL_ORDER)
         pods = {
             p["metadata"]["uid"]: p for p in (self.api.sanitize_for_serialization(i) for i in listed.items)
@@ -419,16 +450,8 @@ class PlaneRunner:
                 or self.decided.get(uid) is False
             ):
                 continue
-            order = (pod["metadata"]["namespace"], names.order_of(pod) or "")
-            if uid not in self.decided:
-                verdict = self.decide(pod)
-                if verdict is None:
-                    continue
-                self.decided[uid] = verdict
-                if not verdict:
-                    continue
-                self.routes.set(order, None, None)  # claimed before the pod can be Ready anywhere
-                log.info("pod %s/%s: served by a real vLLM", *order)
+            if not self.verdict(pod):
+                continue
             if len(self.workers) >= self.max_pods:
                 continue  # waits for a slot; not Ready meanwhile (KWOK's stage aside)
             worker = PodWorker(self, pod, self.objects(pod))
@@ -461,6 +484,40 @@ class PlaneRunner:
             worker.join(timeout=30)
 
 
+class _Questions(BaseHTTPRequestHandler):
+    """``GET /adopts/{namespace}/{order}`` -> ``{"adopted": bool}`` (``PlaneRunner.adopts``)."""
+
+    server: _QuestionServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        m = re.fullmatch(r"/adopts/([a-z0-9-]{1,63})/([a-z0-9-]{1,63})", self.path)
+        doc: dict[str, object]
+        if m is None:
+            code, doc = 404, {"error": "GET /adopts/{namespace}/{order}"}
+        else:
+            try:
+                code, doc = 200, {"adopted": self.server.plane.adopts(m.group(1), m.group(2))}
+            except (ApiException, httpx.HTTPError, OSError) as e:
+                code, doc = 503, {"error": str(e)}
+        raw = json.dumps(doc).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+class _QuestionServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, plane: PlaneRunner) -> None:
+        super().__init__(("127.0.0.1", 0), _Questions)
+        self.plane = plane
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devtools.podrunner", description=__doc__.split("\n")[0])
     parser.add_argument("--kubeconfig", required=True)
@@ -471,6 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kv-cache-gib", type=int, default=1)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per health check otherwise
     new_client: Any = k8s_config.new_client_from_config
     api = new_client(config_file=args.kubeconfig)
     stop = threading.Event()
@@ -478,8 +536,19 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     plane = PlaneRunner(api, Routes(args.standin_control), args.state, images.pinned_vllm(kv_cache_gib=args.kv_cache_gib),
                         max_pods=args.max_pods, max_bytes=args.max_model_bytes)  # fmt: skip
+    questions = _QuestionServer(plane)
+    threading.Thread(target=questions.serve_forever, name="questions", daemon=True).start()
+    url = f"http://127.0.0.1:{questions.server_address[1]}"
+    adopter = f"{args.standin_control.rstrip('/')}/_standin/adopter"
+    httpx.put(adopter, json={"url": url}, timeout=10).raise_for_status()
     log.info(
-        "plane runner up: pods of the pinned %s with at most %d bytes of files", plane.image, plane.max_bytes
-    )
-    plane.run(stop)
+        "plane runner up: pods of the pinned %s with at most %d bytes of files; the stand-in asks %s",
+        plane.image, plane.max_bytes, url,
+    )  # fmt: skip
+    try:
+        plane.run(stop)
+    finally:
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.delete(adopter, timeout=10)
+        questions.shutdown()
     return 0

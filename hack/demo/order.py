@@ -1,6 +1,8 @@
 """The guide's order (examples/support-llm.yaml) to Ready, its progress as it goes, and a curl of its
-endpoint through the runtime stand-in. The pure helpers (the progress line, when to stop waiting, the
-curl command) are tested in tests/unit/test_demo.py."""
+endpoint, which the runtime stand-in answers; then a tiny model's order (examples/tiny-chat.yaml), which a
+real vLLM serves on this machine (devtools/podrunner/plane.py), and a curl that returns a real chat
+completion. Both go through the same entry address. The pure helpers (the progress line, when to stop
+waiting, the curl command) are tested in tests/unit/test_demo.py."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from hack.demo.state import ROOT, Demo, say
 from shared import reasons
 
 EXAMPLE = ROOT / "examples" / "support-llm.yaml"
+TINY_EXAMPLE = ROOT / "examples" / "tiny-chat.yaml"
 
 
 def chain_summary(obj: Mapping[str, Any]) -> str:
@@ -51,8 +54,11 @@ def outcome(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
-def curl_command(url: str, *, token: str | None, ca_file: pathlib.Path, address: str) -> list[str]:
-    """A curl of ``<url>/v1/models`` that reaches the runtime stand-in at ``address`` (host:port).
+def curl_command(
+    url: str, *, token: str | None, ca_file: pathlib.Path, address: str, chat: str | None = None
+) -> list[str]:
+    """A curl of ``<url>/v1/models`` (with ``chat``, a model name: a chat completion of
+    ``<url>/v1/chat/completions``) through the entry address ``address`` (host:port).
 
     ``--connect-to`` keeps the endpoint's name in the URL, the SNI and the certificate check, and only
     changes where the TCP connection goes (``--resolve`` cannot change the port).
@@ -62,7 +68,11 @@ def curl_command(url: str, *, token: str | None, ca_file: pathlib.Path, address:
     cmd = ["curl", "-sS", "--cacert", str(ca_file), "--connect-to", f"{host}:{port}:{address}"]
     if token is not None:
         cmd += ["-H", f"Authorization: Bearer {token}"]
-    return [*cmd, url.rstrip("/") + "/v1/models"]
+    if chat is None:
+        return [*cmd, url.rstrip("/") + "/v1/models"]
+    body = {"model": chat, "messages": [{"role": "user", "content": "Say hello"}], "max_tokens": 16}
+    cmd += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
+    return [*cmd, url.rstrip("/") + "/v1/chat/completions"]
 
 
 def shown(cmd: Sequence[str], token: str | None) -> str:
@@ -75,11 +85,19 @@ def shown(cmd: Sequence[str], token: str | None) -> str:
 
 
 def order(demo: Demo, *, timeout: float = 600) -> int:
-    doc = yaml.safe_load(EXAMPLE.read_text())
+    """The guide's order, then (with the plane runner up) the tiny model's: each to Ready and a curl."""
+    rc = order_one(demo, EXAMPLE, "the guide's order", timeout=timeout)
+    if rc == 0 and demo.read("planeRunner"):
+        rc = order_one(demo, TINY_EXAMPLE, "a tiny model on a real vLLM", timeout=timeout, real=True)
+    return rc
+
+
+def order_one(demo: Demo, example: pathlib.Path, what: str, *, timeout: float, real: bool = False) -> int:
+    doc = yaml.safe_load(example.read_text())
     ns, name = doc["metadata"]["namespace"], doc["metadata"]["name"]
-    say(f"the guide's order: kubectl apply -f {EXAMPLE.relative_to(demo.root)} (namespace {ns})")
+    say(f"{what}: kubectl apply -f {example.relative_to(demo.root)} (namespace {ns})")
     demo.kubectl("create", "namespace", ns, check=False)
-    demo.kubectl("apply", "-f", str(EXAMPLE))
+    demo.kubectl("apply", "-f", str(example))
     t0 = time.monotonic()
     last = ""
     obj: dict[str, Any] = {}
@@ -114,10 +132,12 @@ def order(demo: Demo, *, timeout: float = 600) -> int:
         )
         return 1
     say(f"Ready in {time.monotonic() - t0:.0f}s")
-    return call_endpoint(demo, obj)
+    return call_endpoint(demo, obj, real=real)
 
 
-def call_endpoint(demo: Demo, obj: Mapping[str, Any]) -> int:
+def call_endpoint(demo: Demo, obj: Mapping[str, Any], *, real: bool = False) -> int:
+    """A curl of the order's endpoint through the entry address: ``/v1/models`` of the stand-in, or
+    (``real``) a chat completion from the real vLLM."""
     status = obj["status"]
     ns = obj["metadata"]["namespace"]
     url = status["endpoint"]["url"]
@@ -126,10 +146,20 @@ def call_endpoint(demo: Demo, obj: Mapping[str, Any]) -> int:
     if secret:
         raw = demo.kubectl("get", "secret", secret, "-n", ns, "-o", "jsonpath={.data.token}")
         token = base64.b64decode(raw).decode()
+    model = obj["spec"]["model"]["ref"]["name"] if real else None
     cmd = curl_command(
-        url, token=token, ca_file=demo.pki / "platform-ca.crt", address=demo.read("runtimeAddress")
+        url,
+        token=token,
+        ca_file=demo.pki / "platform-ca.crt",
+        address=demo.read("runtimeAddress"),
+        chat=model,
     )
-    say(f"endpoint {url} ({status['endpoint'].get('type')}); the runtime stand-in answers for it locally")
+    who = (
+        "a real vLLM (CPU build) answers it"
+        if real
+        else "the runtime stand-in answers it (real runtimes need GPUs)"
+    )
+    say(f"endpoint {url} ({status['endpoint'].get('type')}); {who}")
     print("   export KUBECONFIG=" + str(demo.kubeconfig))
     if secret:
         print(f"   TOKEN=$(kubectl get secret {secret} -n {ns} -o jsonpath='{{.data.token}}' | base64 -d)")
@@ -153,6 +183,7 @@ Everything keeps running. To use it:
    export PATH={bin_dir}:$PATH        # our kubectl, {bin_dir / "kubectl"}
    kubectl get inferenceservices -A
    {next_step}
-Logs and pids: {demo.state}/ (controller.log, webhook.log, hub-mirror.log, runtime-standin.log, issuer-standin.log)
+Logs and pids: {demo.state}/ (controller.log, webhook.log, hub-mirror.log, runtime-standin.log, issuer-standin.log,
+   plane-runner.log; the real vLLM's own logs under podrunner/pods/)
 Stop everything: make down"""
     )

@@ -13,9 +13,9 @@ import urllib.request
 
 import yaml
 
-from devtools import procs
+from devtools import procs, tiny_models
 from devtools.cluster import pki
-from devtools.cluster.components import cert_manager, lws
+from devtools.cluster.components import cert_manager, lws, vllm_cpu
 from devtools.cluster.components.base import Target
 from devtools.cluster.established import wait_established
 from devtools.cluster.identity import service_account_kubeconfig
@@ -27,11 +27,20 @@ SETTINGS = SETTINGS_CONFIGMAP
 LOCAL_OVERLAY = pathlib.Path(__file__).resolve().parents[2] / "deploy" / "overlays" / "local"
 OUR_CRDS = ("inferenceservices", "inferenceserviceclasses", "inferencerecipes")
 # Local process names, in start order; `down` stops them in reverse.
-PROCESSES = ("hub-mirror", "issuer-standin", "runtime-standin", "webhook", "lws-controller", "controller")
+PROCESSES = (
+    "hub-mirror",
+    "issuer-standin",
+    "runtime-standin",
+    "plane-runner",
+    "webhook",
+    "lws-controller",
+    "controller",
+)
 CONTROLLER_METRICS_PORT = 18080
 CONTROLLER_HEALTH_PORT = 18081
 HUB_MIRROR_LINE = r"HF mirror listening on (http://\S+)"
-RUNTIME_LINE = r"runtime stand-in listening on https://([0-9.]+):(\d+)"
+RUNTIME_LINE = r"runtime stand-in listening on https://([0-9.]+):(\d+) \(control (http://\S+)\)"
+PLANE_RUNNER_LINE = r"plane runner up"
 ISSUER_LINE = r"issuer stand-in running"
 
 
@@ -67,14 +76,32 @@ def make_pki(demo: Demo) -> None:
     )
 
 
-def start_hub(demo: Demo) -> str:
+def real_runtime(demo: Demo) -> pathlib.Path:
+    """The pinned vLLM's CPU environment (built on a cold machine, ~6 min) and the tiny models built with
+    it: what the plane runner serves the tiny orders with. Returns the environment's python."""
+    say(f"the real runtime: vllm-cpu {vllm_cpu.version()} in the cache (built once) and the tiny models")
+    python = vllm_cpu.locate().python
+    tiny_models.ensure_built(python)
+    return python
+
+
+def start_hub(demo: Demo, *, tiny: bool = True) -> str:
     if demo.env.get("HF_ENDPOINT"):
         say(f"Hugging Face endpoint from HF_ENDPOINT: {demo.env['HF_ENDPOINT']} (no mirror started)")
         return demo.env["HF_ENDPOINT"].rstrip("/")
-    say("Hugging Face mirror stand-in (python -m standins.hub_mirror)")
+    say("Hugging Face mirror stand-in (python -m standins.hub_mirror), with the tiny real models")
     bg = procs.start(
         "hub-mirror",
-        [demo.python, "-m", "standins.hub_mirror", "--host", "127.0.0.1", "--port", "0"],
+        [
+            demo.python,
+            "-m",
+            "standins.hub_mirror",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            *(["--tiny"] if tiny else []),
+        ],
         state=demo.state,
         cwd=demo.root,
         env=demo.env,
@@ -82,10 +109,13 @@ def start_hub(demo: Demo) -> str:
     return procs.wait_for_line(bg, HUB_MIRROR_LINE, timeout=60).group(1)
 
 
-def start_runtime(demo: Demo, *, cache_seconds: float | None = None, issuer_period: float = 1.0) -> str:
+def start_runtime(
+    demo: Demo, *, cache_seconds: float | None = None, issuer_period: float = 1.0
+) -> tuple[str, str]:
     """The runtime stand-in; ``cache_seconds``: how long it keeps an order and its token Secret.
     It serves only the certificates the platform issued, so the issuer stand-in starts with it
-    (every ``issuer_period`` seconds a pass over the Certificates)."""
+    (every ``issuer_period`` seconds a pass over the Certificates). Returns its address (host:port)
+    and its control URL."""
     say("runtime stand-in (python -m standins.runtime): answers for every order; real runtimes need GPUs")
     cache = ["--cache-seconds", f"{cache_seconds:g}"] if cache_seconds is not None else []
     bg = procs.start(
@@ -103,7 +133,24 @@ def start_runtime(demo: Demo, *, cache_seconds: float | None = None, issuer_peri
     )  # fmt: skip
     match = procs.wait_for_line(bg, RUNTIME_LINE, timeout=60)
     start_issuer(demo, period=issuer_period)
-    return f"{match.group(1)}:{match.group(2)}"
+    return f"{match.group(1)}:{match.group(2)}", match.group(3)
+
+
+def start_plane_runner(demo: Demo, *, control_url: str) -> None:
+    """The plane runner (devtools/podrunner/plane.py): the pods of orders whose files weigh at most
+    64 MiB run as real vLLM processes here, behind the stand-in's address. Needs root."""
+    say(
+        "plane runner (python -m devtools.podrunner): a real vLLM for tiny-model orders, the stand-in for the rest"
+    )
+    bg = procs.start(
+        "plane-runner",
+        [demo.python, "-m", "devtools.podrunner", "--kubeconfig", str(demo.kubeconfig),
+         "--standin-control", control_url, "--state", str(demo.state / "podrunner")],
+        state=demo.state,
+        cwd=demo.root,
+        env=demo.env,
+    )  # fmt: skip
+    procs.wait_for_line(bg, PLANE_RUNNER_LINE, timeout=600)
 
 
 def start_issuer(demo: Demo, *, period: float = 1.0) -> None:

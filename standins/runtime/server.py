@@ -61,6 +61,7 @@ import socket
 import ssl
 import sys
 import threading
+import urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
@@ -84,6 +85,7 @@ class RuntimeState:
     handshakes: list[dict[str, Any]] = field(default_factory=list)
     routes: dict[OrderKey, list[str]] = field(default_factory=dict)  # HOST:PORT of the real runtimes
     forwarded: list[dict[str, Any]] = field(default_factory=list)  # the last FORWARDED_KEPT
+    adopter: str | None = None  # the plane runner's URL: asked about an order before the stand-in answers
     lock: threading.Lock = field(default_factory=threading.Lock)
     _turns: dict[OrderKey, int] = field(default_factory=dict)
 
@@ -98,6 +100,21 @@ class RuntimeState:
             turn = self._turns.get(key, 0) % len(backends)
             self._turns[key] = turn + 1
         return backends[turn:] + backends[:turn]
+
+    def adopted(self, key: OrderKey) -> bool:
+        """Whether the plane runner (``PUT /_standin/adopter``) runs the order's pods on a real runtime;
+        it claims the order (a route) before it says so. False without a runner, or when it does not
+        answer within 10 s (the stand-in then answers, as without one)."""
+        with self.lock:
+            adopter = self.adopter
+        if adopter is None:
+            return False
+        url = f"{adopter.rstrip('/')}/adopts/{key.namespace}/{key.name}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                return bool(json.loads(resp.read()).get("adopted"))
+        except (OSError, ValueError):
+            return False
 
     def record_forwarded(self, entry: dict[str, Any]) -> None:
         with self.lock:
@@ -175,10 +192,12 @@ class ApiServer(ThreadingHTTPServer):
         claimed with no backend ready is closed unanswered: the stand-in never answers for an
         order a real runtime serves."""
         with self.state.lock:
-            routing = bool(self.state.routes)
+            routing = bool(self.state.routes) or self.state.adopter is not None
         host = peek_sni(request) if routing else None
         key = order_key_for_host(host) if host else None
         backends = self.state.backends_for(key) if key else None
+        if key is not None and backends is None and self.state.adopted(key):
+            backends = self.state.backends_for(key) or []  # claimed just now: not ready yet
         if host is None or backends is None:
             return False
         entry: dict[str, Any] = {"host": host, "backend": None, "up": 0, "down": 0, "error": None}
@@ -322,10 +341,34 @@ class ControlHandler(BaseHTTPRequestHandler):
         return
 
     def do_PUT(self) -> None:
-        self._control("PUT")
+        if self.path == "/_standin/adopter":
+            self._adopter("PUT")
+        else:
+            self._control("PUT")
 
     def do_DELETE(self) -> None:
-        self._control("DELETE")
+        if self.path == "/_standin/adopter":
+            self._adopter("DELETE")
+        else:
+            self._control("DELETE")
+
+    def _adopter(self, method: str) -> None:
+        """``PUT`` ``{"url": "http://HOST:PORT"}``: the plane runner, asked ``GET <url>/adopts/{ns}/{name}``
+        about an order nobody routed yet, before the stand-in answers for it; ``DELETE``: none."""
+        url: object = None
+        if method == "PUT":
+            try:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            except ValueError as e:
+                self._json(400, {"error": f"the body is not JSON: {e}"})
+                return
+            url = body.get("url") if isinstance(body, dict) else None
+            if not isinstance(url, str) or not re.fullmatch(r"http://[0-9a-zA-Z.\[\]:-]+(:\d+)?/?", url):
+                self._json(400, {"error": 'the body must be {"url": "http://HOST:PORT"}'})
+                return
+        with self.server.state.lock:
+            self.server.state.adopter = url if isinstance(url, str) else None
+        self._json(200, {"adopter": url})
 
     def do_GET(self) -> None:
         state = self.server.state

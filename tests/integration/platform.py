@@ -28,9 +28,11 @@ def platform(
 ) -> Iterator[Platform]:
     """Every module runs the real cert-manager with the shipped endpoint PKI (testkit/endpoint_pki.py).
     A module that sets ``PLATFORM_HOSTILE_HUB = True`` gets a Hub mirror that also serves the hostile
-    repositories (standins/hub_mirror/hostile.py)."""
+    repositories (standins/hub_mirror/hostile.py); one that sets ``PLATFORM_REAL_RUNTIME = True`` gets the
+    tiny models in the mirror and the plane runner, a real vLLM behind their orders."""
     hostile = bool(getattr(request.module, "PLATFORM_HOSTILE_HUB", False))
-    with running_platform(cluster, kubectl, api, hostile_hub=hostile) as p:
+    real = bool(getattr(request.module, "PLATFORM_REAL_RUNTIME", False))
+    with running_platform(cluster, kubectl, api, hostile_hub=hostile, real_runtime=real) as p:
         yield p
 
 

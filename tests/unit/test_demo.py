@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import pathlib
 import subprocess
 import sys
@@ -133,6 +134,20 @@ def test_the_curl_of_a_class_without_authentication_sends_no_header() -> None:
     assert "-H" not in cmd
     assert "x.y.svc:8443:127.0.0.1:1" in cmd
     assert cmd[-1] == "https://x.y.svc:8443/v1/models"
+
+
+def test_the_curl_of_a_tiny_order_asks_for_a_chat_completion_of_its_model() -> None:
+    cmd = curl_command(
+        "https://tiny-chat.support.svc",
+        token="t",
+        ca_file=pathlib.Path("/ca"),
+        address="127.0.0.1:1",
+        chat="o/m",
+    )
+    assert cmd[-1] == "https://tiny-chat.support.svc/v1/chat/completions"
+    body = json.loads(cmd[cmd.index("-d") + 1])
+    assert body["model"] == "o/m" and body["messages"][0]["role"] == "user" and body["max_tokens"] > 0
+    assert "Content-Type: application/json" in cmd and "Authorization: Bearer t" in cmd
 
 
 def test_a_background_process_is_tracked_waited_for_and_stopped(tmp_path: pathlib.Path) -> None:

@@ -49,7 +49,7 @@ def test_the_selected_bytes_are_what_hf_download_would_fetch() -> None:
     assert selected_bytes(SIBLINGS, ["model.safetensors", "config.json", "tokenizer.json"]) == 3_040_700
     assert selected_bytes(SIBLINGS, ["[-]odd.json"]) == 5
     assert selected_bytes(SIBLINGS, ["*.json"]) == 40_705
-    assert selected_bytes(SIBLINGS, []) == sum(s["size"] for s in SIBLINGS)  # no pattern: everything
+    assert selected_bytes(SIBLINGS, []) == 3_000_000 + 700 + 40_000 + 9_999_999 + 5  # no pattern: everything
     assert selected_bytes([{"rfilename": "model.safetensors"}], ["*.safetensors"]) is None  # size unknown
     assert selected_bytes([{"rfilename": "x.bin"}], ["*.safetensors"]) == 0
     assert MAX_MODEL_BYTES == 64 * 1024 * 1024

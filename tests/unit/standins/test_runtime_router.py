@@ -378,3 +378,76 @@ def test_splice_ends_a_connection_idle_both_ways() -> None:
         assert client.recv(1) == b""  # shut down: the client sees the end
     assert (up, down) == (0, 0)
     assert error is not None and "no byte either way" in error
+
+
+class Adopter(ThreadingHTTPServer):
+    """A plane runner's question port: claims the orders it adopts at the stand-in, then says so."""
+
+    daemon_threads = True
+
+    def __init__(self, rt: RunningRuntime, adopts: set[str]) -> None:
+        super().__init__(("127.0.0.1", 0), AdopterHandler)
+        self.rt, self.adopts = rt, adopts
+        self.asked: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class AdopterHandler(BaseHTTPRequestHandler):
+    server: Adopter
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        _, _, ns, name = self.path.split("/")
+        self.server.asked.append(f"{ns}/{name}")
+        adopted = name in self.server.adopts
+        if adopted:
+            self.server.rt.route(ns, name, [])
+        raw = json.dumps({"adopted": adopted}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+def set_adopter(rt: RunningRuntime, url: str | None) -> httpx.Response:
+    if url is None:
+        return httpx.delete(f"{rt.control_url}/_standin/adopter", timeout=10)
+    return httpx.put(f"{rt.control_url}/_standin/adopter", json={"url": url}, timeout=10)
+
+
+def test_the_plane_runner_is_asked_before_the_stand_in_answers_an_order_nobody_routed(
+    runtime: RunningRuntime, ca: tuple[bytes, bytes, Path]
+) -> None:
+    """An order whose pods a real runtime will serve is never answered by the stand-in, not even
+    before its runner routed it: the stand-in asks the runner first (the race e2e found: the
+    controller probed a tiny order's pod, Ready by KWOK, before the runner had claimed it)."""
+    adopter = Adopter(runtime, {"chat"})
+    threading.Thread(target=adopter.serve_forever, daemon=True).start()
+    try:
+        assert set_adopter(runtime, adopter.url).status_code == 200
+        with pytest.raises((ssl.SSLError, OSError)):
+            fetch(runtime, ca[2], HOST)  # adopted: claimed, nothing ready, closed
+        assert not [r for r in runtime.requests() if r["host"] == HOST]
+        assert b"BAAI/bge-large-en-v1.5" in fetch(runtime, ca[2], OTHER)[1]  # not adopted: the stand-in's
+        assert adopter.asked == ["team-a/chat", "team-a/open"]
+        fetch(runtime, ca[2], OTHER)
+        with pytest.raises((ssl.SSLError, OSError)):
+            fetch(runtime, ca[2], HOST)
+        assert adopter.asked == ["team-a/chat", "team-a/open", "team-a/open"]  # routed: not asked again
+    finally:
+        adopter.shutdown()
+        adopter.server_close()
+    # a runner that does not answer: the stand-in answers, as without one
+    assert b"BAAI/bge-large-en-v1.5" in fetch(runtime, ca[2], OTHER)[1]
+    assert set_adopter(runtime, None).status_code == 200
+
+
+@pytest.mark.parametrize("body", [{}, {"url": 3}, {"url": "https://x:1"}, {"url": "http://a b"}, []])
+def test_the_control_api_refuses_a_bad_adopter(runtime: RunningRuntime, body: Any) -> None:
+    resp = httpx.put(f"{runtime.control_url}/_standin/adopter", json=body, timeout=10)
+    assert resp.status_code == 400 and "url" in resp.json()["error"]
