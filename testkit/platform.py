@@ -260,7 +260,7 @@ def running_platform(
         )
         if real_runtime:
             p.plane_runner = start_plane_runner(cluster, runtime, tmp / "podrunner")
-            stack.callback(procs.stop, PLANE_RUNNER, state=tmp / "podrunner", grace=60)
+            stack.callback(stop_plane_runner, p.plane_runner, tmp / "podrunner")
         try:
             controller.start()
             yield p
@@ -285,6 +285,13 @@ def start_plane_runner(cluster: Cluster, runtime: RunningRuntime, state: pathlib
     )  # fmt: skip
     procs.wait_for_line(bg, "plane runner up", timeout=600)
     return bg
+
+
+def stop_plane_runner(bg: procs.Background, state: pathlib.Path) -> None:
+    """SIGTERM: the runner stops every pod's processes, then exits (reaped here)."""
+    procs.stop(PLANE_RUNNER, state=state, grace=60)
+    if bg.process is not None:
+        bg.process.wait(timeout=30)
 
 
 def controller_writes(p: Platform, *, events: bool = False) -> float:
