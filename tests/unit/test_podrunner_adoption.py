@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from controller.render.fetch import FetchSpec, download_args
@@ -148,3 +149,31 @@ def test_a_failed_init_container_reports_its_exit_code(code: int) -> None:
         "message": "boom",
     }
     assert not fetcher["ready"] and fetcher["restartCount"] == 2
+
+
+def test_the_runners_routes_reach_the_stand_in_as_the_pods_go() -> None:
+    """``plane.Routes`` against a real stand-in: a claim is an empty route (the stand-in answers
+    nothing for the order), ready pods are its backends, a gone pod leaves, a gone order is dropped."""
+    from devtools.podrunner.plane import Routes
+    from standins.runtime import start_runtime
+
+    with start_runtime() as rt:
+
+        def routes() -> dict[str, list[str]]:
+            listed = httpx.get(f"{rt.control_url}/_standin/routes", timeout=10).json()["routes"]
+            return {f"{r['namespace']}/{r['name']}": r["backends"] for r in listed}
+
+        table = Routes(rt.control_url)
+        order = ("team", "tiny")
+        table.set(order, None, None)
+        assert routes() == {"team/tiny": []}
+        table.set(order, "uid-1", None)  # a pod, not ready: still claimed with nothing behind it
+        assert routes() == {"team/tiny": []}
+        table.set(order, "uid-1", "127.0.0.1:8443")
+        table.set(order, "uid-2", "127.0.0.1:9443")
+        assert routes() == {"team/tiny": ["127.0.0.1:8443", "127.0.0.1:9443"]}
+        table.forget(order, "uid-1")
+        assert routes() == {"team/tiny": ["127.0.0.1:9443"]}
+        assert table.claimed() == [order]
+        table.drop(order)
+        assert routes() == {} and table.claimed() == []
