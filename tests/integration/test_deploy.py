@@ -125,12 +125,14 @@ def test_the_controller_mounts_the_platform_ca_where_the_settings_say(base: list
     cert = [o for o in base if o["kind"] == "Certificate" and o["metadata"].get("namespace") == "d8-inference"
             and o["spec"]["secretName"] == secret["secretName"]]  # fmt: skip
     assert len(cert) == 1, "a Certificate fills that Secret in the controller's namespace"
-    assert cert[0]["spec"]["issuerRef"] == {
-        "group": "cert-manager.io",
-        "kind": settings.endpoint_issuer_kind,
-        "name": settings.endpoint_issuer,
-    }, "its ca.crt is the CA of the endpoints' issuer"
-    one(base, settings.endpoint_issuer_kind, settings.endpoint_issuer)
+    # Its ca.crt is the CA of the endpoints' issuer: its own CA ClusterIssuer (so that only the module's
+    # approver-policy selects its request, certificate-policy.yaml) signs from the same CA Secret.
+    ref = cert[0]["spec"]["issuerRef"]
+    assert ref["group"] == "cert-manager.io" and ref["kind"] == "ClusterIssuer", ref
+    assert ref["name"] != settings.endpoint_issuer, "a request the endpoints' policy would refuse"
+    bundle_issuer = one(base, ref["kind"], ref["name"])
+    endpoints = one(base, settings.endpoint_issuer_kind, settings.endpoint_issuer)
+    assert bundle_issuer["spec"] == {"ca": {"secretName": endpoints["spec"]["ca"]["secretName"]}}
 
 
 @pytest.mark.parametrize("name", ["inference-controller", "inference-webhook"])
