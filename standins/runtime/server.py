@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
+from devtools.http_json import send_json
 from standins.runtime.endpoint_tls import SecretContexts, ServedCert, TlsPair
 from standins.runtime.orders import OrderDirectory, OrderKey, needs_token, order_key_for_host
 from standins.runtime.router import connect_first, parse_backend, peek_sni, splice
@@ -315,13 +316,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         return data if isinstance(data, dict) else {}
 
     def _json(self, status: int, doc: Any) -> int:
-        raw = json.dumps(doc).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-        return status
+        return send_json(self, status, doc)
 
 
 class ControlServer(ThreadingHTTPServer):
@@ -450,12 +445,7 @@ class ControlHandler(BaseHTTPRequestHandler):
         self._json(200, {"namespace": key.namespace, "name": key.name, "backends": backends})
 
     def _json(self, status: int, doc: Any) -> None:
-        raw = json.dumps(doc).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+        send_json(self, status, doc)
 
 
 def _chat(model: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -43,7 +43,6 @@ from controller.model_facts.facts import ModelFacts
 from controller.planner import plan_order
 from controller.render.exposure import probe_url
 from devtools import tiny_models
-from devtools.cluster.components import vllm_cpu
 from devtools.pki import cert_pem, key_pem, new_ca, new_leaf
 from devtools.podrunner import PodObjects, PodRunner, images
 from devtools.podrunner.launch import listen_port
@@ -65,7 +64,7 @@ START_TIMEOUT = 600.0
 def tiny_repo() -> Repo:
     """The mirror's tiny-llama-chat, built into the cache first on a cold machine (transformers lives
     in the vLLM environment, not the project's)."""
-    tiny_models.ensure_built(vllm_cpu.locate().python)
+    tiny_models.ensure_built()
     return tiny_repos()[CHAT.repo_id]
 
 
