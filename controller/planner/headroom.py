@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from controller.planner.inventory import Device, DeviceKey, Inventory
+from controller.planner.fleet import FleetGroups
+from controller.planner.inventory import Device, DeviceKey, Inventory, fleet_groups
 from controller.planner.launch import LaunchPlan
 from controller.planner.placement import SHARED_MODES, mode_accepts
 from controller.planner.selectors import SelectorCache
@@ -74,7 +76,7 @@ def more_replicas(plan: LaunchPlan, inventory: Inventory, limit: int) -> int:
     """How many more replicas of ``plan`` the inventory's free devices hold, counted up to ``limit``."""
     if limit <= 0:
         return 0
-    matching = [d for d in inventory.devices if _accepts(plan, d)]
+    matching = _matching(plan, inventory)
     if not matching:
         return 0
     count, inv = 0, inventory
@@ -123,6 +125,31 @@ def _one_replica(
         if placed == pods:
             return tuple(chosen)
     return None
+
+
+PlanKey = tuple[str, str, str, tuple[str, ...]]
+# The devices a plan's claim accepts, per fleet (the ledger's groups) while its devices are unchanged:
+# judging the selectors on every device of a large fleet costs tens of milliseconds under the lock.
+_MATCHING: weakref.WeakKeyDictionary[FleetGroups, tuple[int, dict[PlanKey, tuple[Device, ...]]]] = (
+    weakref.WeakKeyDictionary()
+)
+MAX_PLANS = 256
+
+
+def _matching(plan: LaunchPlan, inventory: Inventory) -> tuple[Device, ...]:
+    """The devices of the plan's class its claim accepts, in the inventory's device order."""
+    groups = fleet_groups(inventory)
+    key = (plan.device_class, plan.product_name, plan.sharing_mode, tuple(plan.device_selectors))
+    version, found = _MATCHING.get(groups, (-1, {}))
+    if version != groups.version:
+        found = {}
+        _MATCHING[groups] = (groups.version, found)
+    if key not in found:
+        if len(found) >= MAX_PLANS:
+            found.clear()
+        members = groups.view(plan.device_class, None).members.values()
+        found[key] = tuple(d for d, _ in sorted(members, key=lambda m: m[1]) if _accepts(plan, d))
+    return found[key]
 
 
 def _accepts(plan: LaunchPlan, device: Device) -> bool:

@@ -18,9 +18,11 @@ from testkit.planner import (
     GPU_CLASS,
     MIG_CLASS,
     fleet_objects,
+    gpu,
     make_claim,
     make_class,
     make_recipe,
+    make_slice,
     plan,
     small_fleet,
 )
@@ -167,3 +169,14 @@ def test_only_devices_the_plans_selectors_accept_are_room() -> None:
         update={"device_selectors": [*l4().device_selectors, f'device.attributes["{DRIVER}"].type == "none"']}
     )
     assert more(fleet_ledger(), p, 10) == 0
+
+
+def test_devices_published_or_withdrawn_later_are_counted_at_once() -> None:
+    """The devices a plan accepts are kept per fleet version: a new L4 node is room, a gone one is not."""
+    ledger = fleet_ledger()
+    assert more(ledger, l4(), 10) == 4
+    extra = make_slice("gpu-l4-9", [gpu("gpu-0", "NVIDIA L4", "24Gi", "8.9.0")])
+    ledger.on_slice(extra)
+    assert more(ledger, l4(), 10) == 5
+    ledger.on_slice(extra, deleted=True)
+    assert more(ledger, l4(), 10) == 4
