@@ -7,6 +7,8 @@ order and the ledger every worker shares.
   whether the order waits for capacity (the ledger settles most reservations before, at the
   allocation of the plan's claims: ``claim_shape`` tells it which claims are the plan's), and
   release a reservation that lapsed (``controller.lapse``);
+- ``room``: for a serving order that wants more replicas, how many the ledger can place
+  (``controller.planner.headroom``), read into the snapshot before the decision;
 - ``rebuild``: after a start, every plan in force whose claims are not allocated books its place
   again, before any worker runs.
 """
@@ -17,19 +19,22 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from controller import lapse, planning
+from controller import lapse, planning, render
 from controller.act import Done
 from controller.caching import parsed
 from controller.intents import Intents
 from controller.kinds import Cache
+from controller.live import workload as readings
 from controller.live.workload import own_claim_names
 from controller.metrics import ControllerMetrics
 from controller.observe import Observer
 from controller.planner import LaunchPlan, PlanOutcome, PlanRequest, plan_order
+from controller.planner.headroom import Room, more_replicas, replica_shape
 from controller.planner.inventory import Inventory
-from controller.planner.ledger import ClaimShape, Ledger, OrderKey, Use, shape_of, use_of
+from controller.planner.ledger import ClaimShape, Ledger, OrderKey, Reservation, Use, shape_of, use_of
 from controller.planner.reserve import devices_for
 from controller.render.claim import claim_devices
+from controller.render.group import worker_claim_template_name
 from controller.snapshot import Planning, Snapshot
 from shared import names
 
@@ -90,6 +95,39 @@ def after_act(ledger: Ledger, s: Snapshot, planned: Planning, intents: Intents, 
         ledger.mark_exhausted(s.key)
     else:
         ledger.clear_exhausted(s.key)
+
+
+def room(ledger: Ledger, s: Snapshot) -> Room | None:
+    """The ledger's room for the replicas a serving order wants beyond those available, or None when
+    it wants none (the scaling verdict then needs none; ``controller.planner.headroom``).
+
+    Asked only while the autoscaler wants more than are available, and counted only up to what is
+    wanted, so a steady order costs nothing here. The replicas of the plan in force that hold their
+    devices are counted from the pods and the ledger's allocated claims of the order; the order's
+    reservation counts as one more while no pod of the plan holds its devices (it stands for the
+    plan's first replica until its claim is allocated, then the ledger settles it). The free
+    devices are those nobody holds, the order included (``Ledger.look``).
+    """
+    plan, workload = s.plan_in_force, s.deployment
+    if plan is None or workload is None:
+        return None
+    wanted = readings.wanted_replicas(workload, s.hpa)
+    available = readings.available_replicas(workload)
+    if available < 1 or wanted <= available:
+        return None
+    templates = {render.claim_template_name(s.order, plan)}
+    if plan.node_count > 1:
+        templates.add(worker_claim_template_name(s.order, plan))
+    in_force = plan_hash(plan)
+
+    def answer(inventory: Inventory, claims: frozenset[str], reservation: Reservation | None) -> Room:
+        placed = readings.placed_replicas(s.pods, templates, claims)
+        if placed == 0 and reservation is not None and reservation.plan_hash == in_force:
+            placed = 1
+        limit = max(0, wanted - max(placed, available))
+        return Room(placed, more_replicas(plan, inventory, limit), limit, replica_shape(plan))
+
+    return ledger.look(s.key, answer)
 
 
 def rebuild(observer: Observer, now: float) -> set[OrderKey]:

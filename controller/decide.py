@@ -207,7 +207,12 @@ def _judge_workload(s: Snapshot, d: _Draft, token: str | None) -> None:
         return
     d.verdicts[r.READY] = _probe(s, d, token)
     sv, again = readings.scaling_verdict(
-        s.deployment, s.hpa, list(s.pods), now=s.now, grace=s.settings.scale_up_grace_seconds
+        s.deployment,
+        s.hpa,
+        list(s.pods),
+        now=s.now,
+        grace=s.settings.scale_up_grace_seconds,
+        room=s.capacity.room,
     )
     d.verdicts[r.SCALING_HEALTHY] = sv
     if again is not None:

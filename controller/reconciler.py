@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 
@@ -63,6 +63,7 @@ class Reconciler:
         if _older(raw["metadata"].get("resourceVersion"), self.written.get(key)):
             return 1.0  # the cache has not seen our last status write yet
         s = self.observer.snapshot(order, raw, self.clock())
+        s = replace(s, capacity=replace(s.capacity, room=booking.room(self.observer.ledger, s)))
         planned = booking.book(self.observer.ledger, s, self.actor.metrics)
         intents = decide.decide(s, planned)
         done = self.actor.act(s, intents)

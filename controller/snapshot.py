@@ -15,6 +15,7 @@ from controller.live.probe_state import ProbeState as ProbeState  # re-exported:
 from controller.live.progress import FetchProgress
 from controller.model_facts.facts import ModelFacts
 from controller.planner import LaunchPlan, PlanOutcome
+from controller.planner.headroom import Room
 from shared.api.enums import EndpointType
 from shared.api.inference_class import InferenceServiceClass
 from shared.api.order import InferenceService
@@ -46,6 +47,9 @@ class Capacity:
     epoch: int = 0
     exhausted_since: int | None = None  # the ledger epoch when every device class failed the order
     lapsed: bool = False  # its reservation lapsed since its last plan (``controller.lapse``)
+    # a serving order that wants more replicas than are available: the ledger's room for them
+    # (``booking.room``); None when not asked
+    room: Room | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@
 - a recipe or DeviceClass event to every class and every order (recipes and device classes are few);
 - an owned object (Deployment, Pod, the order's Secrets ...) to the order in its label;
 - a capacity event (ResourceSlice, ResourceClaim) that freed or added capacity to the orders
-  waiting for it, by priority then age (``waiting_orders``); any other capacity event to nobody;
+  waiting for it (a place, or room for a blocked scale-up), by priority then age
+  (``waiting_orders``); any other capacity event to nobody;
 - a catalog Model/ClusterModel event to the orders that reference it;
 - a Namespace event to the orders in it (its labels decide which classes its orders may use).
 """
@@ -59,6 +60,20 @@ def _planned_reason(order: Obj) -> str | None:
     return str(c.get("reason")) if c is not None else None
 
 
+def _scale_up_blocked(order: Obj) -> bool:
+    for c in (order.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == r.SCALING_HEALTHY:
+            return c.get("reason") == r.SCALE_UP_BLOCKED
+    return False
+
+
+def waits_for_capacity(order: Obj) -> bool:
+    """Whether more capacity may change the order's answer: its Planned reason is one of ``WAITING``,
+    or it serves but its scale-up is blocked (``ScalingHealthy=False/ScaleUpBlocked``: the ledger's
+    room for its extra replicas is judged again when a place is freed)."""
+    return _planned_reason(order) in WAITING or _scale_up_blocked(order)
+
+
 def waiting_orders(orders: Iterable[Obj], priorities: Mapping[str, int]) -> list[Key]:
     """Orders waiting for capacity, highest priority first, then oldest first: the order in which
     freed places are offered."""
@@ -71,7 +86,7 @@ def waiting_orders(orders: Iterable[Obj], priorities: Mapping[str, int]) -> list
             o["metadata"]["name"],
         )
 
-    return [order_key(o) for o in sorted((o for o in orders if _planned_reason(o) in WAITING), key=rank)]
+    return [order_key(o) for o in sorted((o for o in orders if waits_for_capacity(o)), key=rank)]
 
 
 class WaitingOrders:
@@ -86,7 +101,7 @@ class WaitingOrders:
     def observe(self, event: str, order: Obj) -> None:
         key = order_key(order)
         with self._lock:
-            if event != "DELETED" and _planned_reason(order) in WAITING:
+            if event != "DELETED" and waits_for_capacity(order):
                 self._orders[key] = order
             else:
                 self._orders.pop(key, None)

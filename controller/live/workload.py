@@ -20,15 +20,16 @@ still speak for the claim.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from controller.live.group_status import group_verdict
+from controller.live.group_status import GROUP_INDEX_LABEL, group_verdict
 from controller.planner import LaunchPlan
+from controller.planner.headroom import Room
 from controller.render.common import PLAN_ANNOTATION
 from shared import reasons as r
 from shared.conditions import Verdict, false, true, unknown
@@ -174,24 +175,86 @@ def claim_stuck_since(
     return max(u.since for u in stuck)
 
 
-def scaling_verdict(
-    deployment: Obj | None, hpa: Obj | None, pods: Sequence[Obj], *, now: float, grace: float
-) -> tuple[Verdict, float | None]:
-    """ScalingHealthy, and when to look again if a pending scale-up may turn into ScaleUpBlocked.
-
-    ScaleUpBlocked: the HPA wants more replicas than are available and the extra pods have stayed
-    unschedulable past ``grace`` seconds (for example after preemption took their capacity).
-    """
-    if deployment is None:
-        return unknown(r.RECONCILING, "The workload is being applied."), None
-    desired = int(
+def wanted_replicas(deployment: Obj, hpa: Obj | None) -> int:
+    """The replicas the autoscaler wants (the HPA's ``status.desiredReplicas``), else the workload's own."""
+    return int(
         (hpa or {}).get("status", {}).get("desiredReplicas")
         or deployment.get("spec", {}).get("replicas")
         or 1
     )
+
+
+def available_replicas(deployment: Obj) -> int:
+    """Replicas that serve: the Deployment's available (Ready) pods, or a LeaderWorkerSet's ready groups.
+    A pod still loading its model is not one."""
+    return _available(deployment)
+
+
+def placed_replicas(pods: Sequence[Obj], templates: Collection[str], allocated: Collection[str]) -> int:
+    """Replicas of the plan in force that hold their devices: live pods using one of ``templates``
+    (the plan's claim templates) whose claims are all in ``allocated`` (the ledger's allocated claims
+    of the order), Ready or still loading. A LeaderWorkerSet's pods count once per group (its
+    group-index label) as soon as one pod of the group holds its devices: the rest of a partly
+    placed group is the scheduler's to place, and the grace path's to report."""
+    groups: set[str] = set()
+    count = 0
+    for pod in pods:
+        if pod.get("metadata", {}).get("deletionTimestamp"):
+            continue
+        if not any(uses_claim_template(pod, t) for t in templates):
+            continue
+        claims = own_claim_names([pod])
+        if not claims or not claims <= set(allocated):
+            continue
+        group = (pod.get("metadata", {}).get("labels") or {}).get(GROUP_INDEX_LABEL)
+        if group is None:
+            count += 1
+        else:
+            groups.add(str(group))
+    return count + len(groups)
+
+
+def scaling_verdict(
+    deployment: Obj | None,
+    hpa: Obj | None,
+    pods: Sequence[Obj],
+    *,
+    now: float,
+    grace: float,
+    room: Room | None = None,
+) -> tuple[Verdict, float | None]:
+    """ScalingHealthy, and when to look again if a pending scale-up may turn into ScaleUpBlocked.
+
+    ScaleUpBlocked, at once: the HPA wants more replicas than are available, and the ledger's
+    ``room`` (``controller.planner.headroom``: the replicas of the plan in force that hold their
+    devices, and how many more the free devices hold) says they do not all fit. Replicas that hold
+    their devices but are not Ready yet (loading the model) count as placed, never as available, and
+    are never a reason to want more.
+
+    ScaleUpBlocked after ``grace`` seconds, the fallback for what the ledger cannot see: the ledger
+    says the replicas fit (or was not asked: ``room`` None) but the extra pods have stayed
+    unschedulable past ``grace`` (cpu or memory of the nodes, taints, volumes, a device taken
+    between two looks, preemption), or the Deployment says it cannot create them.
+    """
+    if deployment is None:
+        return unknown(r.RECONCILING, "The workload is being applied."), None
+    desired = wanted_replicas(deployment, hpa)
     available = _available(deployment)
     if desired <= available:
         return true(r.SCALING_HEALTHY_OK, f"{available} of {desired} desired replica(s) available."), None
+    if room is not None:
+        held = max(room.placed, available)  # an available replica holds its devices
+        if held + room.more < desired:
+            starting = f", {held - available} more starting" if held > available else ""
+            return (
+                false(
+                    r.SCALE_UP_BLOCKED,
+                    f"The autoscaler wants {desired} replica(s) but {available} are available{starting}; "
+                    f"the free devices hold {room.more} more of {room.looked_at}: "
+                    f"{desired - held - room.more} short.",
+                ),
+                None,
+            )
     failure = _failure(deployment)
     if failure is not None:
         return (

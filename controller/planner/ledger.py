@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from controller.planner.claims import ClaimBook, OrderKey, covers, over_committed, read_claim
 from controller.planner.inventory import Device, DeviceKey, Inventory
@@ -42,6 +42,7 @@ __all__ = ["ClaimShape", "Ledger", "OrderKey", "Reservation", "Use", "shape_of",
 
 Obj = Mapping[str, Any]
 CounterKey = tuple[str, str, str, str]  # (driver, pool, counter set, counter)
+T = TypeVar("T")
 
 
 @dataclass
@@ -158,6 +159,17 @@ class Ledger:
             plan_hash, use = plan(self._view(order, frozenset(own_claims)))
             self._reserve(order, plan_hash, use, shape() if plan_hash is not None else None)
 
+    def look(
+        self, order: OrderKey, answer: Callable[[Inventory, frozenset[str], Reservation | None], T]
+    ) -> T:
+        """Run ``answer`` under the lock on the fleet as it stands: every claim and reservation taken,
+        the order's own too (what nobody holds is free), with the names of the order's allocated
+        claims and its reservation. Books nothing (``headroom``: the room for more replicas)."""
+        with self._lock:
+            return answer(
+                self._view(None, frozenset()), self._claims.names_of(order), self._reservations.get(order)
+            )
+
     def hold(
         self,
         order: OrderKey,
@@ -263,18 +275,18 @@ class Ledger:
         self._all_counters = None  # and the usage reads the new fleet's devices
         self._epoch += 1
 
-    def _view(self, order: OrderKey, own_claims: frozenset[str]) -> Inventory:
+    def _view(self, order: OrderKey | None, own_claims: frozenset[str]) -> Inventory:
         """The aggregate usage less the order's own claims (held) and reservation: in proportion to
         those, not to every claim and reservation (``tests/unit/planner/ledger_oracle.py`` adds up
-        every other use instead, as this did before)."""
-        ns = order[0]
+        every other use instead, as this did before). ``order`` None: nobody's view, every use taken."""
         roster = self._fleet.roster
         if self._all_counters is None:
             self._all_counters = {k: v for c in self._slices.counters.values() for k, v in c.items()}
             self._usage.refleet(self._all_counters, roster.index().by_key)
+        ns = order[0] if order is not None else ""
         own = [c.use for c in (self._claims.get((ns, name)) for name in own_claims) if c is not None]
         held = frozenset().union(*(u.keys for u in own))
-        reservation = self._reservations.get(order)
+        reservation = self._reservations.get(order) if order is not None else None
         taken = self._usage.minus(own if reservation is None else [*own, reservation.use])
         return Inventory(
             devices=roster.devices(),

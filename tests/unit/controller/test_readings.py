@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from controller.live import workload as observe
+from controller.live.group_status import GROUP_INDEX_LABEL
+from controller.planner.headroom import Room
 from shared import reasons as r
 
 T = "2026-01-01T00:00:00Z"
@@ -159,3 +161,127 @@ def test_a_deployment_that_cannot_create_pods_has_failed() -> None:
     ]
     v = observe.workload_verdict(dep, [])
     assert (v.reason, "PriorityClass" in v.message) == (r.WORKLOAD_FAILED, True)
+
+
+# ------------------------------------------------------------------ capacity-aware scaling (the ledger's room)
+
+L4_SHAPE = "1 x NVIDIA L4 from gpu.nvidia.com"
+
+
+def room(placed: int, more: int, limit: int = 5) -> Room:
+    return Room(placed=placed, more=more, limit=limit, looked_at=L4_SHAPE)
+
+
+def test_scale_up_is_blocked_at_once_when_the_ledger_has_no_room() -> None:
+    """The HPA wants 3, 1 serves, the free devices hold none: blocked in the reconcile that reads the
+    HPA's decision, before any extra pod exists, let alone waited the grace."""
+    v, again = observe.scaling_verdict(
+        deployment(available=1, replicas=1),
+        {"status": {"desiredReplicas": 3}},
+        [],
+        now=T_EPOCH,
+        grace=120,
+        room=room(placed=1, more=0, limit=2),
+    )
+    assert (v.status, v.reason, again) == ("False", r.SCALE_UP_BLOCKED, None)
+    assert v.message == (
+        "The autoscaler wants 3 replica(s) but 1 are available; the free devices hold 0 more of "
+        f"{L4_SHAPE}: 2 short."
+    )
+
+
+def test_scale_up_is_blocked_when_the_room_is_short_of_what_is_wanted() -> None:
+    v, _ = observe.scaling_verdict(
+        deployment(available=1), {"status": {"desiredReplicas": 4}}, [], now=0, grace=120, room=room(1, 1)
+    )
+    assert (v.status, v.reason) == ("False", r.SCALE_UP_BLOCKED)
+    assert "hold 1 more" in v.message and "2 short" in v.message
+
+
+def test_scaling_is_healthy_again_when_the_wish_drops_or_the_room_appears() -> None:
+    hpa = {"status": {"desiredReplicas": 2}}
+    dropped, _ = observe.scaling_verdict(
+        deployment(available=2), hpa, [], now=0, grace=120, room=room(placed=2, more=0, limit=0)
+    )
+    assert (dropped.status, dropped.reason) == ("True", r.SCALING_HEALTHY_OK)
+    grown, again = observe.scaling_verdict(
+        deployment(available=1), hpa, [], now=0, grace=120, room=room(placed=1, more=1, limit=1)
+    )
+    assert (grown.status, grown.reason, again) == ("True", r.SCALING_HEALTHY_OK, None)
+
+
+def test_a_replica_loading_its_model_holds_its_place_but_is_not_available() -> None:
+    """2 wanted, 1 Ready and 1 loading on its allocated devices, no room for more: nothing is
+    blocked (the loading replica needs no more devices), and it is not counted as available."""
+    v, _ = observe.scaling_verdict(
+        deployment(available=1, replicas=2),
+        {"status": {"desiredReplicas": 2}},
+        [],
+        now=0,
+        grace=120,
+        room=room(placed=2, more=0, limit=0),
+    )
+    assert (v.status, v.reason) == ("True", r.SCALING_HEALTHY_OK)
+    assert "from 1 to 2" in v.message
+    blocked, _ = observe.scaling_verdict(
+        deployment(available=1, replicas=3),
+        {"status": {"desiredReplicas": 3}},
+        [],
+        now=0,
+        grace=120,
+        room=room(placed=2, more=0, limit=1),
+    )
+    assert "1 are available, 1 more starting" in blocked.message and "1 short" in blocked.message
+
+
+def test_when_the_ledger_says_it_fits_the_grace_still_judges_stuck_pods() -> None:
+    """What the ledger cannot see (cpu, taints, a device taken meanwhile): the old grace path."""
+    hpa = {"status": {"desiredReplicas": 2}}
+    pods = [pod("o-1", unschedulable=False), pod("o-2", unschedulable=True)]
+    fits = room(placed=1, more=1, limit=1)
+    early, again = observe.scaling_verdict(
+        deployment(available=1), hpa, pods, now=T_EPOCH + 10, grace=60, room=fits
+    )
+    assert (early.status, again) == ("True", 50.0)
+    late, again = observe.scaling_verdict(
+        deployment(available=1), hpa, pods, now=T_EPOCH + 61, grace=60, room=fits
+    )
+    assert (late.status, late.reason, again) == ("False", r.SCALE_UP_BLOCKED, None)
+    assert "unschedulable for 61s" in late.message
+
+
+def claimed_pod(
+    name: str, template: str, claim: str, *, group: str | None = None, deleting: bool = False
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {} if group is None else {GROUP_INDEX_LABEL: group}}
+    if deleting:
+        meta["deletionTimestamp"] = T
+    return {
+        "metadata": meta,
+        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]},
+        "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": claim}]},
+    }
+
+
+def test_placed_replicas_are_the_plans_pods_whose_claims_are_allocated() -> None:
+    pods = [
+        claimed_pod("ready", "tpl", "ready-gpu"),
+        claimed_pod("loading", "tpl", "loading-gpu"),  # scheduled, its claim allocated, not Ready yet
+        claimed_pod("pending", "tpl", "pending-gpu"),  # its claim not allocated
+        claimed_pod("old-plan", "old-tpl", "old-gpu"),
+        claimed_pod("going", "tpl", "going-gpu", deleting=True),
+        pod("no-claim-yet", unschedulable=True),
+    ]
+    allocated = {"ready-gpu", "loading-gpu", "old-gpu", "going-gpu"}
+    assert observe.placed_replicas(pods, {"tpl"}, allocated) == 2
+
+
+def test_a_group_is_placed_once_for_all_its_pods() -> None:
+    pods = [
+        claimed_pod("set-0", "leader", "l0", group="0"),
+        claimed_pod("set-0-1", "worker", "w0", group="0"),
+        claimed_pod("set-1", "leader", "l1", group="1"),
+        claimed_pod("set-1-1", "worker", "w1", group="1"),  # not allocated: the group counts all the same
+        claimed_pod("set-2", "leader", "l2", group="2"),  # not allocated
+    ]
+    assert observe.placed_replicas(pods, {"leader", "worker"}, {"l0", "w0", "l1"}) == 2
