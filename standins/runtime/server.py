@@ -42,8 +42,9 @@ Control (plain HTTP, loopback):
 - ``PUT /_standin/orders/{namespace}/{name}`` ``{"model": "...", "token": "...", "guarded": bool, "tls":
   {"cert": PEM, "key": PEM}|null}`` registers an order by hand (no cluster needed; the pair is its
   issued certificate) / ``DELETE`` forgets it;
-- ``GET /_standin/requests`` lists the API requests served (host, path, status, and the ``serial``
-  and ``source`` of the certificate the connection was set up with);
+- ``GET /_standin/requests`` lists the API requests served (host, path, status, the ``serial``
+  and ``source`` of the certificate the connection was set up with, and the ``pod`` a chat
+  completion ran on: None on the order's implicit replica and for other requests);
 - ``GET /_standin/handshakes`` lists the TLS handshakes (SNI ``host``, ``serial``, ``source``, ``ok``,
   and the ``error`` of a refused one, e.g. a client that does not trust the certificate);
 - ``PUT /_standin/routes/{namespace}/{name}`` ``{"backends": ["HOST:PORT", ...]}`` routes the order to
@@ -453,9 +454,8 @@ class ControlHandler(BaseHTTPRequestHandler):
                 body.get("decodeSeconds", now.decode_seconds),
                 body.get("queueLimit", now.queue_limit),
             )
-            if not (_is_int(slots) and _is_int(limit) and isinstance(decode, (int, float))) or isinstance(
-                decode, bool
-            ):
+            number = isinstance(decode, (int, float)) and not isinstance(decode, bool)
+            if not (_is_int(slots) and _is_int(limit) and number):
                 raise ValueError("slots and queueLimit are integers, decodeSeconds a number")
             config = LoadConfig(slots=slots, decode_seconds=float(decode), queue_limit=limit)
         except ValueError as e:
