@@ -18,6 +18,9 @@ ClusterLocal endpoints; any other host (External) is matched against the orders'
   (``shared.names.LABEL_ORDER``) in its namespace whose ``Ready`` condition is ``True`` and that are
   not being deleted: the replicas the load model spreads the order's requests over
   (``standins.runtime.load``); and the order a pod belongs to (``order_of_pod``), by the same label.
+  Of a multi-node order only the leaders (LeaderWorkerSet worker index ``0``, the pods the Service
+  selects and that run ``vllm serve``) are replicas: a worker runs no API server and publishes no
+  vLLM metrics, so it belongs to no replica here.
 
 Lookups are cached for ``ttl`` seconds. Orders, and an order's ready pods, can also be registered by
 hand through the control port (tests without a cluster); a registration wins over the API.
@@ -44,6 +47,7 @@ from standins.runtime.vllm_flags import refusal
 GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 _SVC_SUFFIXES = (".svc.cluster.local", ".svc")
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"  # "0": the group's leader
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +93,16 @@ def is_guarded(args: list[str]) -> bool:
     return False
 
 
+def serves(pod: Any) -> bool:
+    """Whether a pod (the client's V1Pod) runs the order's API server: any pod of a single-node
+    order, the leader of a multi-node group."""
+    return ((pod.metadata.labels or {}).get(LWS_WORKER_INDEX_LABEL) or "0") == "0"
+
+
 def pod_is_ready(pod: Any) -> bool:
-    """A pod (the client's V1Pod) counts as a replica: condition ``Ready`` is ``True`` and no
-    deletion timestamp (a pod being deleted gets no new request)."""
-    if pod.metadata.deletion_timestamp is not None:
+    """A pod (the client's V1Pod) counts as a ready replica: it serves, its condition ``Ready`` is
+    ``True`` and it has no deletion timestamp (a pod being deleted gets no new request)."""
+    if pod.metadata.deletion_timestamp is not None or not serves(pod):
         return False
     conditions = (pod.status.conditions if pod.status is not None else None) or []
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
@@ -171,16 +181,16 @@ class OrderDirectory:
             try:
                 listed = core.list_namespaced_pod(key.namespace, label_selector=f"{LABEL_ORDER}={key.name}")
                 pods = sorted(p.metadata.name for p in listed.items if pod_is_ready(p))
-            except (ApiException, OSError):
+            except Exception:  # the API cannot be read (urllib3's errors are no OSError): implicit replica
                 pods = []
         with self._lock:
             self._pods_cache[key] = (self._clock() + self._ttl, pods)
         return list(pods)
 
     def order_of_pod(self, namespace: str, pod: str) -> OrderKey | None:
-        """The order the pod belongs to (its order label; or a registration naming it); None for a
-        pod that does not exist or carries no order label. Raises the API's error when it cannot
-        be read (the caller cannot tell)."""
+        """The order the pod is a replica of (its order label; or a registration naming it); None
+        for a pod that does not exist, carries no order label, or is a multi-node group's worker.
+        Raises the API's error when it cannot be read (the caller cannot tell)."""
         with self._lock:
             for registered, pods in self._registered_pods.items():
                 if registered.namespace == namespace and pod in pods:
@@ -197,7 +207,8 @@ class OrderDirectory:
                 if e.status != 404:
                     raise
                 found = None
-            order = ((found.metadata.labels or {}).get(LABEL_ORDER)) if found is not None else None
+            serving = found is not None and serves(found)
+            order = (found.metadata.labels or {}).get(LABEL_ORDER) if serving else None
             key = OrderKey(namespace, order) if order else None
         with self._lock:
             self._pod_orders[(namespace, pod)] = (self._clock() + self._ttl, key)

@@ -480,8 +480,8 @@ class ControlHandler(BaseHTTPRequestHandler):
           registration of the order's pods): that replica's numbers from the load model, 200; zeros
           for a pod that has had no request, which is the truth for an idle replica (a pod of the
           order that is not Ready gets no request, so it shows zeros too).
-        - Anything else (no such pod, a pod without the order label, an order the stand-in does not
-          know): 404, so a target nobody serves is not scraped as an idle replica; 503 when the API
+        - Anything else (no such pod, a pod without the order label, a multi-node group's worker,
+          which runs no API server, an order the stand-in does not know): 404, so a target nobody serves is not scraped as an idle replica; 503 when the API
           cannot be read.
         """
         state = self.server.state

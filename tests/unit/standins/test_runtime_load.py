@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from standins.runtime.load import Load, LoadConfig, PodLoad
 from standins.runtime.metrics import exposition
-from standins.runtime.orders import pod_is_ready
+from standins.runtime.orders import LWS_WORKER_INDEX_LABEL, pod_is_ready, serves
 
 ORDER = ("team-a", "chat")
 
@@ -122,14 +122,20 @@ def test_the_exposition_parses_with_vllms_names_and_labels() -> None:
     }
 
 
-def pod(*, ready: str | None, deleting: bool = False) -> k8s.V1Pod:
+def pod(*, ready: str | None, deleting: bool = False, worker: str | None = None) -> k8s.V1Pod:
     conditions = [k8s.V1PodCondition(type="Ready", status=ready)] if ready else None
-    meta = k8s.V1ObjectMeta(name="p", deletion_timestamp="2026-12-03T00:00:00Z" if deleting else None)
+    meta = k8s.V1ObjectMeta(
+        name="p",
+        deletion_timestamp="2026-12-03T00:00:00Z" if deleting else None,
+        labels={LWS_WORKER_INDEX_LABEL: worker} if worker is not None else None,
+    )
     return k8s.V1Pod(metadata=meta, status=k8s.V1PodStatus(conditions=conditions))
 
 
-def test_a_replica_is_a_ready_pod_not_being_deleted() -> None:
+def test_a_replica_is_a_ready_pod_not_being_deleted_and_a_groups_leader() -> None:
     assert pod_is_ready(pod(ready="True"))
     assert not pod_is_ready(pod(ready="False"))
     assert not pod_is_ready(pod(ready=None))
     assert not pod_is_ready(pod(ready="True", deleting=True))
+    assert pod_is_ready(pod(ready="True", worker="0"))  # the leader runs vllm serve
+    assert not pod_is_ready(pod(ready="True", worker="1")) and not serves(pod(ready="True", worker="1"))
