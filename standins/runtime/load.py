@@ -2,10 +2,11 @@
 running at once and a FIFO queue behind them, so that load sent to the stand-in shows as vLLM's own
 scheduler numbers (``vllm:num_requests_running`` / ``vllm:num_requests_waiting``) per pod.
 
-This module keeps the books and sleeps nowhere: ``Load.admit`` places a request on a replica and
-gives a ``Ticket``; the caller waits for ``ticket.granted`` (a slot), holds it for the decode time
-(``LoadConfig.decode_seconds``) and calls ``Load.finish``, which gives the slot to the first request
-waiting on that replica. The stand-in's API handler does exactly that (``standins.runtime.server``).
+This module keeps the books: ``Load.admit`` places a request on a replica and gives a ``Ticket``;
+the caller waits for ``ticket.granted`` (a slot), holds it for the decode time (``Load.hold``:
+``LoadConfig.decode_seconds`` from the grant, the setting of the moment, so a change applies to the
+requests running too) and calls ``Load.finish``, which gives the slot to the first request waiting
+on that replica. The stand-in's API handler does exactly that (``standins.runtime.server``).
 
 - Which replica: the least loaded (running + waiting) of the order's ready pods, ties broken round
   robin. A request stays on the replica it was admitted to, even when its pod stops being ready
@@ -18,12 +19,14 @@ waiting on that replica. The stand-in's API handler does exactly that (``standin
   request, so beyond the bound it answers 503 (``admit`` gives None): bounded memory, and an
   overload that is visible rather than a stand-in that falls over.
 - ``configure`` changes slots and decode time for every replica at once; more slots grant waiting
-  requests at once, fewer let the running ones finish.
+  requests at once, fewer let the running ones finish; a shorter decode time ends the running
+  requests that have held their slot that long.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -98,6 +101,7 @@ class Load:
     def __init__(self, config: LoadConfig | None = None) -> None:
         self._config = config or LoadConfig()
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified when the configuration changes
         self._replicas: dict[tuple[Hashable, str | None], _Replica] = {}
         self._turns: dict[Hashable, int] = {}
 
@@ -111,6 +115,14 @@ class Load:
             self._config = config
             for replica in self._replicas.values():
                 self._grant(replica)
+            self._changed.notify_all()
+
+    def hold(self, since: float) -> None:
+        """Return once the decode time has passed since ``since`` (``time.monotonic()`` of the grant),
+        the decode time being the configured one of each moment."""
+        with self._changed:
+            while (left := since + self._config.decode_seconds - time.monotonic()) > 0:
+                self._changed.wait(left)
 
     def admit(self, order: Hashable, ready_pods: Sequence[str]) -> Ticket | None:
         """Place a request of ``order`` on the least loaded of ``ready_pods`` (the implicit replica

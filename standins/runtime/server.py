@@ -342,7 +342,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         self._pod = ticket.pod
         try:
             ticket.granted.wait()
-            time.sleep(load.config.decode_seconds)
+            load.hold(time.monotonic())
         except BaseException:
             load.abandon(ticket)
             raise

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
@@ -80,6 +83,19 @@ def test_more_slots_grant_the_waiting_at_once_fewer_let_the_running_finish() -> 
     assert load.pod_load(ORDER, "p-0").kv_cache_usage == 1.0
     extra = load.admit(ORDER, ["p-0"])
     assert extra is not None and not extra.granted.is_set()
+
+
+def test_a_hold_lasts_the_decode_time_of_the_moment() -> None:
+    load = Load(LoadConfig(decode_seconds=60))
+    start = time.monotonic()
+    holding = threading.Thread(target=load.hold, args=(start,))
+    holding.start()
+    holding.join(timeout=0.1)
+    assert holding.is_alive()
+    load.configure(LoadConfig(decode_seconds=0.2))  # shortened: it ends 0.2 s after its start
+    holding.join(timeout=5)
+    assert not holding.is_alive() and 0.2 <= time.monotonic() - start < 2
+    load.hold(time.monotonic() - 1)  # already past: returns at once
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,13 @@ def runtime(ca: tuple[bytes, bytes, Path]) -> Iterator[RunningRuntime]:
         yield rt
 
 
+@pytest.fixture(scope="module")
+def idle() -> Iterator[RunningRuntime]:
+    """One stand-in for the tests that change nothing (refused control bodies)."""
+    with start_runtime() as rt:
+        yield rt
+
+
 def chat(rt: RunningRuntime, ca_file: Path) -> httpx.Response:
     ctx = ssl.create_default_context(cafile=str(ca_file))
     body = {"model": MODEL, "messages": [{"role": "user", "content": "one two three"}]}
@@ -98,6 +105,7 @@ def test_concurrent_requests_show_as_running_and_waiting_on_the_orders_pods(
 ) -> None:
     runtime.set_pods("team-a", "chat", ["chat-0", "chat-1"])
     assert values(runtime, "chat-0")["vllm:num_requests_running"] == 0  # a known pod, idle: zeros
+    runtime.set_load(decode_seconds=60)  # nothing finishes while the load is read
     threads, statuses = in_threads(7, lambda: chat(runtime, ca[2]))
 
     def loaded() -> bool:
@@ -112,6 +120,7 @@ def test_concurrent_requests_show_as_running_and_waiting_on_the_orders_pods(
     assert [p["vllm:num_requests_running"] for p in busy] == [2, 2]
     assert sorted(p["vllm:num_requests_waiting"] for p in busy) == [1, 2]
     assert [p["vllm:kv_cache_usage_perc"] for p in busy] == [1.0, 1.0]
+    runtime.set_load(decode_seconds=0.05)  # the running ones have held their slots that long: done
     for t in threads:
         t.join(timeout=10)
     assert statuses == [200] * 7
@@ -148,13 +157,13 @@ def test_without_known_pods_the_order_still_answers_and_a_full_queue_answers_503
     "body",
     [{"slots": 0}, {"decodeSeconds": "2"}, {"slots": True}, {"queueLimit": 1.5}, {"other": 1}, []],
 )
-def test_the_control_api_refuses_a_bad_load(runtime: RunningRuntime, body: Any) -> None:
-    assert httpx.put(f"{runtime.control_url}/_standin/load", json=body).status_code == 400
+def test_the_control_api_refuses_a_bad_load(idle: RunningRuntime, body: Any) -> None:
+    assert httpx.put(f"{idle.control_url}/_standin/load", json=body).status_code == 400
 
 
 @pytest.mark.parametrize("body", [{}, {"pods": "chat-0"}, {"pods": ["Chat_0"]}, {"pods": [1]}])
-def test_the_control_api_refuses_a_bad_pod_list(runtime: RunningRuntime, body: Any) -> None:
-    assert httpx.put(f"{runtime.control_url}/_standin/pods/team-a/chat", json=body).status_code == 400
+def test_the_control_api_refuses_a_bad_pod_list(idle: RunningRuntime, body: Any) -> None:
+    assert httpx.put(f"{idle.control_url}/_standin/pods/team-a/chat", json=body).status_code == 400
 
 
 def test_a_pod_the_stand_in_cannot_place_in_an_order_is_not_scraped_as_idle(runtime: RunningRuntime) -> None:
@@ -306,6 +315,6 @@ def test_the_old_route_body_and_the_named_one_are_both_accepted(runtime: Running
         {"address": "127.0.0.1:8001", "pod": "chat-1", "x": 1},
     ],
 )
-def test_a_bad_named_backend_is_refused(runtime: RunningRuntime, backend: dict[str, Any]) -> None:
-    resp = httpx.put(f"{runtime.control_url}/_standin/routes/team-a/chat", json={"backends": [backend]})
+def test_a_bad_named_backend_is_refused(idle: RunningRuntime, backend: dict[str, Any]) -> None:
+    resp = httpx.put(f"{idle.control_url}/_standin/routes/team-a/chat", json={"backends": [backend]})
     assert resp.status_code == 400
