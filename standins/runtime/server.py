@@ -54,7 +54,8 @@ Control (plain HTTP, loopback):
   A backend may name its pod: ``{"address": "HOST:PORT", "pod": "<pod name>"}`` in place of the
   string; that pod's metrics are then the real process's (below);
 - ``PUT /_standin/load`` ``{"slots": 4, "decodeSeconds": 2.0, "queueLimit": 1024}`` (any of them)
-  sets the load model for every replica; ``GET /_standin/load`` shows it;
+  sets the load model for every replica (a new decode time applies to the running requests too);
+  ``GET /_standin/load`` shows it;
 - ``PUT /_standin/pods/{namespace}/{name}`` ``{"pods": ["<pod>", ...]}`` names the order's ready pods
   by hand (wins over the API; no cluster needed) / ``DELETE`` forgets them;
 - ``GET /_standin/metrics/{namespace}/{pod}``: the pod's vLLM metrics in the Prometheus text format,
