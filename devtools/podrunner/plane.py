@@ -14,7 +14,9 @@ of at most 64 MiB), acts as its kubelet:
 3. it reports the pod's status as a kubelet would (``adoption.status_patch``): the init containers,
    then ``Ready`` once the rendered readiness probe (``GET /health`` over HTTPS) passes on the
    process's port, and only then routes the order's SNI name to that port; the stand-in passes the
-   TLS bytes through, so the probe, the demo's curl and the tests meet vLLM's own TLS;
+   TLS bytes through, so the probe, the demo's curl and the tests meet vLLM's own TLS. Each backend
+   names its pod, so the stand-in's ``GET /_standin/metrics/{namespace}/{pod}`` (what Prometheus
+   scrapes for the pod) is that vLLM's own ``/metrics``;
 4. a container whose process ends shows terminated with its exit code and not Ready, and is started
    again after a back-off (10 s, doubling to 160 s) with its restart count up; a failing fetcher
    likewise; a renewed ``<order>-tls`` is written into the Secret volume the kubelet's way
@@ -69,28 +71,31 @@ def _decoded(data: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 class Routes:
-    """The orders the runner serves, pushed to the stand-in's control port: order -> {pod uid: the
-    ready process's ``127.0.0.1:port``, or None while it is not ready}."""
+    """The orders the runner serves, pushed to the stand-in's control port: order -> {pod uid: (the
+    pod's name, the ready process's ``127.0.0.1:port`` or None while it is not ready)}. Each backend
+    is pushed with its pod's name (``{"address": ..., "pod": ...}``): the stand-in serves that pod's
+    metrics from the process."""
 
     def __init__(self, control_url: str) -> None:
         self.control_url = control_url.rstrip("/")
         self._lock = threading.Lock()
-        self._table: dict[tuple[str, str], dict[str, str | None]] = {}
+        self._table: dict[tuple[str, str], dict[str, tuple[str, str | None]]] = {}
         self._pushed: set[tuple[str, str]] = set()
 
     def claimed(self) -> list[tuple[str, str]]:
         with self._lock:
             return list(self._table)
 
-    def set(self, order: tuple[str, str], uid: str | None, backend: str | None) -> None:
-        """Claim ``order`` (``uid`` None), or set one pod's backend; pushed when it changes."""
+    def set(self, order: tuple[str, str], uid: str | None, backend: str | None, *, pod: str = "") -> None:
+        """Claim ``order`` (``uid`` None), or set the backend of pod ``uid`` (named ``pod``); pushed
+        when it changes."""
         with self._lock:
             pods = self._table.setdefault(order, {})
-            before = sorted(b for b in pods.values() if b)
+            before = _backends(pods)
             new = order not in self._pushed
             if uid is not None:
-                pods[uid] = backend
-            after = sorted(b for b in pods.values() if b)
+                pods[uid] = (pod, backend)
+            after = _backends(pods)
             if new or before != after:
                 self._push("PUT", order, {"backends": after})
                 self._pushed.add(order)
@@ -98,8 +103,8 @@ class Routes:
     def forget(self, order: tuple[str, str], uid: str) -> None:
         with self._lock:
             pods = self._table.get(order)
-            if pods is not None and pods.pop(uid, None):
-                self._push("PUT", order, {"backends": sorted(b for b in pods.values() if b)})
+            if pods is not None and pods.pop(uid, (None, None))[1]:
+                self._push("PUT", order, {"backends": _backends(pods)})
 
     def drop(self, order: tuple[str, str]) -> None:
         with self._lock:
@@ -112,6 +117,12 @@ class Routes:
         httpx.request(method, url, json=body, timeout=10).raise_for_status()
 
 
+def _backends(pods: Mapping[str, tuple[str, str | None]]) -> list[Obj | str]:
+    """The ready backends, by address: each with its pod's name (a bare address when none is known)."""
+    ready = sorted((backend, pod) for pod, backend in pods.values() if backend)
+    return [{"address": backend, "pod": pod} if pod else backend for backend, pod in ready]
+
+
 class PodWorker(threading.Thread):
     """One adopted pod, run as its kubelet would (module doc, steps 2-4)."""
 
@@ -120,6 +131,7 @@ class PodWorker(threading.Thread):
         super().__init__(name=f"pod-{meta['namespace']}-{meta['name']}", daemon=True)
         self.plane, self.pod = plane, pod
         self.uid: str = meta["uid"]
+        self.pod_name: str = meta["name"]
         self.order = (meta["namespace"], names.order_of(pod) or "")
         self.stopping = threading.Event()
         self._lock = threading.Lock()
@@ -252,7 +264,7 @@ class PodWorker(threading.Thread):
                     self.last[name], changed = ended, True
                     self.ready.discard(name)
                     self.states[name] = State("waiting", "CrashLoopBackOff", f"back-off restarting {name}")
-                    self.plane.routes.set(self.order, self.uid, None)
+                    self.plane.routes.set(self.order, self.uid, None, pod=self.pod_name)
                     self.report()
                     wait = backoff.get(name, BACKOFF_START)
                     backoff[name] = min(2 * wait, BACKOFF_MAX)
@@ -281,7 +293,7 @@ class PodWorker(threading.Thread):
                 ready = {c["name"] for c in self.pod["spec"]["containers"]} <= self.ready
                 self.message = "" if ready else "vLLM is not ready"
                 backend = self._backend() if ready else None
-                self.plane.routes.set(self.order, self.uid, backend)
+                self.plane.routes.set(self.order, self.uid, backend, pod=self.pod_name)
                 self.report()
                 log.info("%s: ready=%s backend=%s", self.name, ready, backend)
             if time.monotonic() >= next_secret_check:

@@ -11,7 +11,11 @@ processes is ready (the connection is closed).
 For every other order the stand-in presents the order's own certificate from its ``<order>-tls``
 Secret (reloaded when the Secret changes, as vLLM's ``--enable-ssl-refresh`` does) and, while the
 platform has issued none, refuses the handshake; it checks the order's token from its
-``<order>-auth`` Secret, and lists the order's model. Start it with ``python -m standins.runtime``
+``<order>-auth`` Secret, and lists the order's model. Its chat completions are served as load on
+the order's pods (``standins.runtime.load``), and each pod's vLLM metrics are published on the
+control port for Prometheus (``GET /_standin/metrics/{namespace}/{pod}``): the load model's numbers
+for a pod the stand-in plays, the real vLLM's own ``/metrics`` for a pod a real process serves.
+Start it with ``python -m standins.runtime``
 or in-process with ``start_runtime()``. Its HTTP routes and control API are described in
 ``standins.runtime.server``.
 """
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 
 from standins.runtime.certs import make_ca, make_server_pair
 from standins.runtime.endpoint_tls import SecretContexts, TlsPair
+from standins.runtime.load import DEFAULT_DECODE_SECONDS, DEFAULT_QUEUE_LIMIT, DEFAULT_SLOTS, Load, LoadConfig
 from standins.runtime.orders import OrderDirectory, OrderKey
 from standins.runtime.server import ApiServer, ControlServer, RuntimeState
 
@@ -71,12 +76,16 @@ class RunningRuntime:
             OrderKey(namespace, name), token=token, model=model, tls=pair, guarded=guarded
         )
 
-    def route(self, namespace: str, name: str, backends: list[str]) -> None:
+    def route(
+        self, namespace: str, name: str, backends: list[str], *, pods: dict[str, str] | None = None
+    ) -> None:
         """Pass the order's connections through to real runtimes at ``HOST:PORT`` (TLS passthrough,
         round robin); ``[]``: a real runtime claims the order but none is ready (connections are
-        closed). ValueError for a malformed backend."""
+        closed). ``pods``: pod name -> its backend (also routed), whose metrics are that process's.
+        ValueError for a malformed backend."""
+        named: list[object] = [*backends, *({"address": a, "pod": p} for p, a in (pods or {}).items())]
         try:
-            self._control("PUT", f"/_standin/routes/{namespace}/{name}", {"backends": backends})
+            self._control("PUT", f"/_standin/routes/{namespace}/{name}", {"backends": named})
         except urllib.error.HTTPError as e:
             if e.code != 400:
                 raise
@@ -85,6 +94,26 @@ class RunningRuntime:
     def unroute(self, namespace: str, name: str) -> None:
         """The stand-in answers for the order itself again."""
         self._control("DELETE", f"/_standin/routes/{namespace}/{name}", None)
+
+    def set_load(
+        self, *, slots: int | None = None, decode_seconds: float | None = None, queue_limit: int | None = None
+    ) -> None:
+        """``PUT /_standin/load``: the replicas' slots, decode time and queue bound (None: unchanged)."""
+        body = {"slots": slots, "decodeSeconds": decode_seconds, "queueLimit": queue_limit}
+        self._control("PUT", "/_standin/load", {k: v for k, v in body.items() if v is not None})
+
+    def set_pods(self, namespace: str, name: str, pods: list[str]) -> None:
+        """Name the order's ready pods by hand (``PUT /_standin/pods/...``; wins over the API)."""
+        self._control("PUT", f"/_standin/pods/{namespace}/{name}", {"pods": pods})
+
+    def clear_pods(self, namespace: str, name: str) -> None:
+        self._control("DELETE", f"/_standin/pods/{namespace}/{name}", None)
+
+    def metrics(self, namespace: str, pod: str) -> str:
+        """What Prometheus scrapes for the pod (``GET /_standin/metrics/...``); HTTPError otherwise."""
+        url = f"{self.control_url}/_standin/metrics/{namespace}/{pod}"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return str(resp.read().decode())
 
     def forwarded(self) -> list[dict[str, object]]:
         """The last connections passed through to real runtimes (``GET /_standin/forwarded``):
@@ -134,11 +163,16 @@ def start_runtime(
     port: int = 0,
     control_port: int = 0,
     cache_seconds: float = 2.0,
+    slots: int = DEFAULT_SLOTS,
+    decode_seconds: float = DEFAULT_DECODE_SECONDS,
+    queue_limit: int = DEFAULT_QUEUE_LIMIT,
 ) -> RunningRuntime:
-    """Serve the stand-in's HTTPS API and control port (0: free ports) on daemon threads."""
+    """Serve the stand-in's HTTPS API and control port (0: free ports) on daemon threads; ``slots``,
+    ``decode_seconds`` and ``queue_limit`` set the load model (``standins.runtime.load``)."""
     state = RuntimeState(
         directory=OrderDirectory(kubeconfig=kubeconfig, ttl=cache_seconds),
         secret_certs=SecretContexts(),
+        load=Load(LoadConfig(slots=slots, decode_seconds=decode_seconds, queue_limit=queue_limit)),
     )
     api = ApiServer((host, port), state)
     control = ControlServer((host, control_port), state)

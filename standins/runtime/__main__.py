@@ -12,6 +12,7 @@ import signal
 import threading
 
 from standins.runtime import start_runtime
+from standins.runtime.load import DEFAULT_DECODE_SECONDS, DEFAULT_QUEUE_LIMIT, DEFAULT_SLOTS
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,6 +22,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--control-port", type=int, default=0)
     parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     parser.add_argument("--cache-seconds", type=float, default=2.0)
+    parser.add_argument("--slots", type=int, default=DEFAULT_SLOTS, help="requests a pod runs at once")
+    parser.add_argument(
+        "--decode-seconds", type=float, default=DEFAULT_DECODE_SECONDS, help="how long a chat completion runs"
+    )
+    parser.add_argument(
+        "--queue-limit", type=int, default=DEFAULT_QUEUE_LIMIT, help="requests waiting per pod"
+    )
     args = parser.parse_args(argv)
     runtime = start_runtime(
         kubeconfig=args.kubeconfig or None,
@@ -28,6 +36,9 @@ def main(argv: list[str] | None = None) -> None:
         port=args.port,
         control_port=args.control_port,
         cache_seconds=args.cache_seconds,
+        slots=args.slots,
+        decode_seconds=args.decode_seconds,
+        queue_limit=args.queue_limit,
     )
     print(f"runtime stand-in listening on {runtime.url} (control {runtime.control_url})", flush=True)
     done = threading.Event()

@@ -13,10 +13,17 @@ ClusterLocal endpoints; any other host (External) is matched against the orders'
   ``<name>-group`` (the leader is the pod that runs ``vllm serve`` and that the Service selects).
   A refused order answers 503 with vLLM's error, as a runtime that exits at start never serves;
 - the serving certificate: Secret ``<name>-tls`` (type ``kubernetes.io/tls``, what cert-manager
-  writes for the order's Certificate) when it exists (``standins.runtime.endpoint_tls``).
+  writes for the order's Certificate) when it exists (``standins.runtime.endpoint_tls``);
+- the order's ready pods (``ready_pods``): the pods labelled ``ai.deckhouse.io/inference-service=<name>``
+  (``shared.names.LABEL_ORDER``) in its namespace whose ``Ready`` condition is ``True`` and that are
+  not being deleted: the replicas the load model spreads the order's requests over
+  (``standins.runtime.load``); and the order a pod belongs to (``order_of_pod``), by the same label.
+  Of a multi-node order only the leaders (LeaderWorkerSet worker index ``0``, the pods the Service
+  selects and that run ``vllm serve``) are replicas: a worker runs no API server and publishes no
+  vLLM metrics, so it belongs to no replica here.
 
-Lookups are cached for ``ttl`` seconds. Orders can also be registered by hand through the control
-port (tests without a cluster); a registration wins over the API.
+Lookups are cached for ``ttl`` seconds. Orders, and an order's ready pods, can also be registered by
+hand through the control port (tests without a cluster); a registration wins over the API.
 """
 
 from __future__ import annotations
@@ -33,12 +40,14 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from shared.names import LABEL_ORDER
 from standins.runtime.endpoint_tls import TlsPair, tls_pair
 from standins.runtime.vllm_flags import refusal
 
 GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 _SVC_SUFFIXES = (".svc.cluster.local", ".svc")
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"  # "0": the group's leader
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +93,21 @@ def is_guarded(args: list[str]) -> bool:
     return False
 
 
+def serves(pod: Any) -> bool:
+    """Whether a pod (the client's V1Pod) runs the order's API server: any pod of a single-node
+    order, the leader of a multi-node group."""
+    return ((pod.metadata.labels or {}).get(LWS_WORKER_INDEX_LABEL) or "0") == "0"
+
+
+def pod_is_ready(pod: Any) -> bool:
+    """A pod (the client's V1Pod) counts as a ready replica: it serves, its condition ``Ready`` is
+    ``True`` and it has no deletion timestamp (a pod being deleted gets no new request)."""
+    if pod.metadata.deletion_timestamp is not None or not serves(pod):
+        return False
+    conditions = (pod.status.conditions if pod.status is not None else None) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
 def order_key_for_host(host: str) -> OrderKey | None:
     """``<name>.<namespace>.svc[.cluster.local]`` -> the order; other hosts -> None."""
     host = host.lower().rstrip(".")
@@ -108,6 +132,9 @@ class OrderDirectory:
         self._lock = threading.Lock()
         self._registered: dict[OrderKey, OrderView] = {}
         self._cache: dict[str, tuple[float, OrderView | None]] = {}
+        self._registered_pods: dict[OrderKey, list[str]] = {}
+        self._pods_cache: dict[OrderKey, tuple[float, list[str]]] = {}
+        self._pod_orders: dict[tuple[str, str], tuple[float, OrderKey | None]] = {}
 
     def close(self) -> None:
         if self._api is not None:
@@ -128,6 +155,64 @@ class OrderDirectory:
     def unregister(self, key: OrderKey) -> None:
         with self._lock:
             self._registered.pop(key, None)
+
+    def register_pods(self, key: OrderKey, pods: list[str]) -> None:
+        """The order's ready pods, by hand (wins over the API)."""
+        with self._lock:
+            self._registered_pods[key] = list(pods)
+
+    def unregister_pods(self, key: OrderKey) -> None:
+        with self._lock:
+            self._registered_pods.pop(key, None)
+
+    def ready_pods(self, key: OrderKey) -> list[str]:
+        """The names of the order's pods that are Ready and not being deleted, sorted; ``[]`` without
+        a kubeconfig or registration, and while the API cannot be read (the stand-in then answers
+        on the order's implicit replica, as before pods were modelled)."""
+        with self._lock:
+            if key in self._registered_pods:
+                return list(self._registered_pods[key])
+            cached = self._pods_cache.get(key)
+            if cached is not None and cached[0] > self._clock():
+                return list(cached[1])
+        pods: list[str] = []
+        if self._api is not None:
+            core: Any = k8s.CoreV1Api(self._api)
+            try:
+                listed = core.list_namespaced_pod(key.namespace, label_selector=f"{LABEL_ORDER}={key.name}")
+                pods = sorted(p.metadata.name for p in listed.items if pod_is_ready(p))
+            except Exception:  # the API cannot be read (urllib3's errors are no OSError): implicit replica
+                pods = []
+        with self._lock:
+            self._pods_cache[key] = (self._clock() + self._ttl, pods)
+        return list(pods)
+
+    def order_of_pod(self, namespace: str, pod: str) -> OrderKey | None:
+        """The order the pod is a replica of (its order label; or a registration naming it); None
+        for a pod that does not exist, carries no order label, or is a multi-node group's worker.
+        Raises the API's error when it cannot be read (the caller cannot tell)."""
+        with self._lock:
+            for registered, pods in self._registered_pods.items():
+                if registered.namespace == namespace and pod in pods:
+                    return registered
+            cached = self._pod_orders.get((namespace, pod))
+            if cached is not None and cached[0] > self._clock():
+                return cached[1]
+        key: OrderKey | None = None
+        if self._api is not None:
+            core: Any = k8s.CoreV1Api(self._api)
+            try:
+                found = core.read_namespaced_pod(pod, namespace)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+                found = None
+            serving = found is not None and serves(found)
+            order = (found.metadata.labels or {}).get(LABEL_ORDER) if serving else None
+            key = OrderKey(namespace, order) if order else None
+        with self._lock:
+            self._pod_orders[(namespace, pod)] = (self._clock() + self._ttl, key)
+        return key
 
     def lookup(self, host: str) -> OrderView | None:
         """The order behind ``host``; None when no order is known for it."""

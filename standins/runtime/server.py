@@ -17,6 +17,9 @@ set up for, else 421 Misdirected Request):
 
 - ``GET /v1/models`` -> ``{"object": "list", "data": [{"id": <served model name>, ...}]}``;
 - ``POST /v1/chat/completions``, ``/v1/embeddings``, ``/v1/rerank``: small deterministic answers;
+  a chat completion is served as load (``standins.runtime.load``): it waits for a slot on one of the
+  order's ready pods (the least loaded; the order's implicit replica when no ready pod is known),
+  holds it for the decode time and only then answers; 503 when that replica's queue is full;
 - ``GET /health`` -> 200, never with a token;
 - ``Authorization: Bearer <token>`` is required when the order has a token (401 otherwise), on the
   paths real vLLM checks (``/v1``, ``/v2``, ``/inference``, ``/cohere``), or on every path but
@@ -39,13 +42,25 @@ Control (plain HTTP, loopback):
 - ``PUT /_standin/orders/{namespace}/{name}`` ``{"model": "...", "token": "...", "guarded": bool, "tls":
   {"cert": PEM, "key": PEM}|null}`` registers an order by hand (no cluster needed; the pair is its
   issued certificate) / ``DELETE`` forgets it;
-- ``GET /_standin/requests`` lists the API requests served (host, path, status, and the ``serial``
-  and ``source`` of the certificate the connection was set up with);
+- ``GET /_standin/requests`` lists the API requests served (host, path, status, the ``serial``
+  and ``source`` of the certificate the connection was set up with, and the ``pod`` a chat
+  completion ran on: None on the order's implicit replica and for other requests);
 - ``GET /_standin/handshakes`` lists the TLS handshakes (SNI ``host``, ``serial``, ``source``, ``ok``,
   and the ``error`` of a refused one, e.g. a client that does not trust the certificate);
 - ``PUT /_standin/routes/{namespace}/{name}`` ``{"backends": ["HOST:PORT", ...]}`` routes the order to
   real runtimes (``[]``: claimed, none ready; 400 for a malformed list) / ``DELETE`` gives it back to
-  the stand-in; ``GET /_standin/routes`` lists the routes;
+  the stand-in; ``GET /_standin/routes`` lists the routes (``backends``, and ``pods``: pod -> backend
+  when a backend named its pod).
+  A backend may name its pod: ``{"address": "HOST:PORT", "pod": "<pod name>"}`` in place of the
+  string; that pod's metrics are then the real process's (below);
+- ``PUT /_standin/load`` ``{"slots": 4, "decodeSeconds": 2.0, "queueLimit": 1024}`` (any of them)
+  sets the load model for every replica (a new decode time applies to the running requests too);
+  ``GET /_standin/load`` shows it;
+- ``PUT /_standin/pods/{namespace}/{name}`` ``{"pods": ["<pod>", ...]}`` names the order's ready pods
+  by hand (wins over the API; no cluster needed) / ``DELETE`` forgets them;
+- ``GET /_standin/metrics/{namespace}/{pod}``: the pod's vLLM metrics in the Prometheus text format,
+  what Prometheus scrapes for the pod (its scrape config rewrites each pod target to this port and
+  path). ``ControlHandler._metrics`` says what is answered for which pod;
 - ``GET /_standin/forwarded`` lists the last 1000 connections passed through, each once it ended
   (SNI ``host``, the ``backend`` or None when none accepted, bytes ``up`` to it and ``down`` from it,
   ``error``).
@@ -61,6 +76,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 import urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -68,11 +84,16 @@ from typing import Any, cast
 
 from devtools.http_json import send_json
 from standins.runtime.endpoint_tls import SecretContexts, ServedCert, TlsPair
+from standins.runtime.load import Load, LoadConfig
+from standins.runtime.metrics import CONTENT_TYPE, exposition
 from standins.runtime.orders import OrderDirectory, OrderKey, needs_token, order_key_for_host
 from standins.runtime.router import connect_first, parse_backend, peek_sni, splice
 
-_CONTROL = re.compile(r"^/_standin/(faults|orders|routes)/([a-z0-9-]+)/([a-z0-9.-]+)$")
+_CONTROL = re.compile(r"^/_standin/(faults|orders|routes|pods)/([a-z0-9-]+)/([a-z0-9.-]+)$")
+_METRICS = re.compile(r"^/_standin/metrics/([a-z0-9-]{1,63})/([a-z0-9.-]{1,253})$")
 FORWARDED_KEPT = 1000
+METRICS_TIMEOUT = 5.0  # a scrape's default timeout is 10 s
+METRICS_MAX_BYTES = 8 << 20  # vLLM's /metrics is some 100 KiB with its histograms
 
 
 @dataclass
@@ -87,6 +108,8 @@ class RuntimeState:
     routes: dict[OrderKey, list[str]] = field(default_factory=dict)  # HOST:PORT of the real runtimes
     forwarded: list[dict[str, Any]] = field(default_factory=list)  # the last FORWARDED_KEPT
     adopter: str | None = None  # the plane runner's URL: asked about an order before the stand-in answers
+    route_pods: dict[OrderKey, dict[str, str]] = field(default_factory=dict)  # pod -> its backend
+    load: Load = field(default_factory=Load)  # the replicas of the orders the stand-in serves itself
     lock: threading.Lock = field(default_factory=threading.Lock)
     _turns: dict[OrderKey, int] = field(default_factory=dict)
 
@@ -245,6 +268,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         sni = (getattr(self.connection, "sni_name", None) or "").lower()
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower() or sni
         body = self._body() if method == "POST" else {}
+        self._pod: str | None = None
         if sni and host != sni:
             # A connection set up (and verified) for one name, reused for another: RFC 9110 15.5.20.
             message = f"this connection was set up for {sni!r}, not {host!r}"
@@ -259,6 +283,7 @@ class ApiHandler(BaseHTTPRequestHandler):
             "status": status,
             "serial": served.serial,
             "source": served.source,
+            "pod": self._pod,
         }
         with state.lock:
             state.requests.append(entry)
@@ -300,12 +325,33 @@ class ApiHandler(BaseHTTPRequestHandler):
             }
             return self._json(200, {"object": "list", "data": [entry]})
         if method == "POST" and path == "/v1/chat/completions":
-            return self._json(200, _chat(model, body))
+            return self._generate(view.key, _chat(model, body))
         if method == "POST" and path == "/v1/embeddings":
             return self._json(200, _embeddings(model, body))
         if method == "POST" and path in ("/v1/rerank", "/rerank", "/v2/rerank"):
             return self._json(200, _rerank(model, body))
         return self._json(404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}})
+
+    def _generate(self, key: OrderKey, answer: dict[str, Any]) -> int:
+        """Answer ``answer`` as a replica of the order would: once a slot is free on the pod the
+        load model chose, and after the decode time (module doc of ``standins.runtime.load``)."""
+        load = self.server.state.load
+        ticket = load.admit(key, self.server.state.directory.ready_pods(key))
+        if ticket is None:
+            message = f"the replica's queue is full ({load.config.queue_limit} requests waiting)"
+            return self._json(503, {"error": {"message": message, "type": "standin_overloaded"}})
+        self._pod = ticket.pod
+        try:
+            ticket.granted.wait()
+            load.hold(time.monotonic())
+        except BaseException:
+            load.abandon(ticket)
+            raise
+        usage = answer["usage"]
+        load.finish(
+            ticket, prompt_tokens=usage["prompt_tokens"], generation_tokens=usage["completion_tokens"]
+        )
+        return self._json(200, answer)
 
     def _body(self) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)
@@ -338,6 +384,8 @@ class ControlHandler(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:
         if self.path == "/_standin/adopter":
             self._adopter("PUT")
+        elif self.path == "/_standin/load":
+            self._load()
         else:
             self._control("PUT")
 
@@ -380,11 +428,125 @@ class ControlHandler(BaseHTTPRequestHandler):
             with state.lock:
                 routes = [
                     {"namespace": k.namespace, "name": k.name, "backends": list(v)}
+                    | ({"pods": dict(state.route_pods[k])} if state.route_pods.get(k) else {})
                     for k, v in state.routes.items()
                 ]
             self._json(200, {"routes": routes})
+        elif self.path == "/_standin/load":
+            self._json(200, _load_doc(state.load.config))
+        elif m := _METRICS.match(self.path):
+            self._metrics(m.group(1), m.group(2))
         else:
             self._json(404, {"error": "unknown control route"})
+
+    def _load(self) -> None:
+        """``PUT /_standin/load`` ``{"slots": N, "decodeSeconds": S, "queueLimit": Q}``: any of them;
+        400 for a bad value."""
+        load = self.server.state.load
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if not isinstance(body, dict) or set(body) - {"slots", "decodeSeconds", "queueLimit"}:
+                raise ValueError(
+                    'the body must be {"slots": N, "decodeSeconds": S, "queueLimit": Q} (any of them)'
+                )
+            now = load.config
+            slots, decode, limit = (
+                body.get("slots", now.slots),
+                body.get("decodeSeconds", now.decode_seconds),
+                body.get("queueLimit", now.queue_limit),
+            )
+            number = isinstance(decode, (int, float)) and not isinstance(decode, bool)
+            if not (_is_int(slots) and _is_int(limit) and number):
+                raise ValueError("slots and queueLimit are integers, decodeSeconds a number")
+            config = LoadConfig(slots=slots, decode_seconds=float(decode), queue_limit=limit)
+        except ValueError as e:
+            self._json(400, {"error": str(e)})
+            return
+        load.configure(config)
+        self._json(200, _load_doc(config))
+
+    def _metrics(self, namespace: str, pod: str) -> None:
+        """``GET /_standin/metrics/{namespace}/{pod}``: what a scrape of the pod's ``/metrics`` gets.
+
+        - A pod a real runtime serves (a route's backend names it): the real vLLM's own ``/metrics``
+          text, unchanged, fetched from ``https://<backend>/metrics`` with the order's token (the
+          token guard checks every path but ``GET /health``). TLS is not verified: the backend is a
+          process on this machine whose address the plane runner registered on this loopback
+          control port, the connection never leaves the host, and its certificate names the
+          order's host, not the loopback address. Within 5 s and 8 MiB or 503: the target is down
+          for Prometheus, never invented numbers.
+        - A pod of an order a real runtime serves but with no ready process registered: 503 (there
+          is no process to ask; a real pod not ready cannot be scraped either).
+        - A pod of an order the stand-in serves (its order label, read through the API, or a
+          registration of the order's pods): that replica's numbers from the load model, 200; zeros
+          for a pod that has had no request, which is the truth for an idle replica (a pod of the
+          order that is not Ready gets no request, so it shows zeros too).
+        - Anything else (no such pod, a pod without the order label, a multi-node group's worker,
+          which runs no API server, an order the stand-in does not know): 404, so a target nobody serves is not scraped as an idle replica; 503 when the API
+          cannot be read.
+        """
+        state = self.server.state
+        with state.lock:
+            routed = next(
+                (
+                    (k, pods[pod])
+                    for k, pods in state.route_pods.items()
+                    if k.namespace == namespace and pod in pods
+                ),
+                None,
+            )
+        try:
+            if routed is not None:
+                self._proxy_metrics(routed[0], routed[1])
+                return
+            key = state.directory.order_of_pod(namespace, pod)
+            if key is None:
+                self._json(404, {"error": f"no pod {namespace}/{pod} of an order is known"})
+                return
+            with state.lock:
+                claimed = key in state.routes
+            if claimed:
+                message = f"pod {namespace}/{pod}: its order is served by a real runtime, and no ready process of this pod is registered"
+                self._json(503, {"error": message})
+                return
+            view = state.directory.lookup(f"{key.name}.{key.namespace}.svc")
+        except Exception as e:  # the API cannot be read: the stand-in cannot tell
+            self._json(503, {"error": f"{type(e).__name__}: {e}"})
+            return
+        if view is None or view.model is None:
+            self._json(404, {"error": f"pod {namespace}/{pod}: no order {key.namespace}/{key.name} is known"})
+            return
+        self._text(200, exposition(view.model, state.load.pod_load(key, pod)), CONTENT_TYPE)
+
+    def _proxy_metrics(self, key: OrderKey, backend: str) -> None:
+        view = self.server.state.directory.lookup(f"{key.name}.{key.namespace}.svc")
+        token = view.token if view is not None else None
+        req = urllib.request.Request(f"https://{backend}/metrics")
+        if token is not None:
+            req.add_header("Authorization", f"Bearer {token}")
+        tls = ssl.create_default_context()
+        tls.check_hostname = False
+        tls.verify_mode = ssl.CERT_NONE  # loopback, registered by the plane runner: see _metrics
+        try:
+            with urllib.request.urlopen(req, timeout=METRICS_TIMEOUT, context=tls) as resp:
+                raw = resp.read(METRICS_MAX_BYTES + 1)
+                content_type = resp.headers.get("Content-Type") or CONTENT_TYPE
+        except (OSError, ValueError) as e:  # HTTPError (a non-2xx answer) and timeouts are OSErrors
+            self._json(503, {"error": f"the real runtime at {backend} gave no metrics: {e}"})
+            return
+        if len(raw) > METRICS_MAX_BYTES:
+            self._json(
+                503, {"error": f"the real runtime at {backend} sent more than {METRICS_MAX_BYTES} bytes"}
+            )
+            return
+        self._text(200, raw, content_type)
+
+    def _text(self, status: int, raw: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
 
     def _control(self, method: str) -> None:
         state = self.server.state
@@ -401,6 +563,9 @@ class ControlHandler(BaseHTTPRequestHandler):
             return
         if what == "routes":
             self._route(method, key, body)
+            return
+        if what == "pods":
+            self._pods(method, key, body)
             return
         if what == "faults":
             with state.lock:
@@ -422,30 +587,83 @@ class ControlHandler(BaseHTTPRequestHandler):
             state.directory.unregister(key)
         self._json(200, {"namespace": key.namespace, "name": key.name})
 
+    def _pods(self, method: str, key: OrderKey, body: Any) -> None:
+        """``PUT`` ``{"pods": ["<pod>", ...]}``: the order's ready pods (400 on a bad list);
+        ``DELETE``: the API says again."""
+        directory = self.server.state.directory
+        if method == "DELETE":
+            directory.unregister_pods(key)
+            self._json(200, {"namespace": key.namespace, "name": key.name})
+            return
+        pods = body.get("pods") if isinstance(body, dict) else None
+        if not isinstance(pods, list) or not all(
+            isinstance(p, str) and re.fullmatch(r"[a-z0-9.-]{1,253}", p) for p in pods
+        ):
+            self._json(400, {"error": 'the body must be {"pods": ["<pod name>", ...]} (a list, maybe empty)'})
+            return
+        directory.register_pods(key, pods)
+        self._json(200, {"namespace": key.namespace, "name": key.name, "pods": pods})
+
     def _route(self, method: str, key: OrderKey, body: Any) -> None:
-        """``PUT`` ``{"backends": ["HOST:PORT", ...]}`` routes the order to real runtimes (400 on
-        a bad list); ``DELETE`` gives it back to the stand-in."""
+        """``PUT`` ``{"backends": ["HOST:PORT" | {"address": "HOST:PORT", "pod": "<pod>"}, ...]}``
+        routes the order to real runtimes (400 on a bad list); ``DELETE`` gives it back to the
+        stand-in."""
         state = self.server.state
         if method == "DELETE":
             with state.lock:
                 state.routes.pop(key, None)
+                state.route_pods.pop(key, None)
             self._json(200, {"namespace": key.namespace, "name": key.name})
             return
-        backends = body.get("backends") if isinstance(body, dict) else None
         try:
-            if not isinstance(backends, list):
-                raise ValueError('the body must be {"backends": ["HOST:PORT", ...]} (a list, maybe empty)')
-            for backend in backends:
-                parse_backend(backend)
+            backends, pods = _backends(body)
         except ValueError as e:
             self._json(400, {"error": str(e)})
             return
         with state.lock:
-            state.routes[key] = list(backends)
-        self._json(200, {"namespace": key.namespace, "name": key.name, "backends": backends})
+            state.routes[key] = backends
+            state.route_pods[key] = pods
+        self._json(200, {"namespace": key.namespace, "name": key.name, "backends": backends, "pods": pods})
 
     def _json(self, status: int, doc: Any) -> None:
         send_json(self, status, doc)
+
+
+def _backends(body: Any) -> tuple[list[str], dict[str, str]]:
+    """A route's body -> (its backends, pod -> backend for those that name their pod); ValueError
+    with the reason."""
+    backends = body.get("backends") if isinstance(body, dict) else None
+    if not isinstance(backends, list):
+        raise ValueError(
+            'the body must be {"backends": ["HOST:PORT" | {"address": "HOST:PORT", "pod": "<pod>"}, ...]}'
+            " (a list, maybe empty)"
+        )
+    addresses: list[str] = []
+    pods: dict[str, str] = {}
+    for backend in backends:
+        if isinstance(backend, dict):
+            address, pod = backend.get("address"), backend.get("pod")
+            if set(backend) != {"address", "pod"} or not isinstance(pod, str):
+                raise ValueError(
+                    f'a backend object is {{"address": "HOST:PORT", "pod": "<pod>"}}, not {backend!r}'
+                )
+            if not re.fullmatch(r"[a-z0-9.-]{1,253}", pod):
+                raise ValueError(f"backend {backend!r}: {pod!r} is not a pod name")
+            parse_backend(address)
+            pods[pod] = str(address)
+            addresses.append(str(address))
+        else:
+            parse_backend(backend)
+            addresses.append(str(backend))
+    return addresses, pods
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _load_doc(config: LoadConfig) -> dict[str, Any]:
+    return {"slots": config.slots, "decodeSeconds": config.decode_seconds, "queueLimit": config.queue_limit}
 
 
 def _chat(model: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -153,27 +153,37 @@ def test_a_failed_init_container_reports_its_exit_code(code: int) -> None:
 
 def test_the_runners_routes_reach_the_stand_in_as_the_pods_go() -> None:
     """``plane.Routes`` against a real stand-in: a claim is an empty route (the stand-in answers
-    nothing for the order), ready pods are its backends, a gone pod leaves, a gone order is dropped."""
+    nothing for the order), ready pods are its backends, each naming its pod (whose metrics the
+    stand-in then takes from that process), a gone pod leaves, a gone order is dropped."""
     from devtools.podrunner.plane import Routes
     from standins.runtime import start_runtime
 
     with start_runtime() as rt:
 
-        def routes() -> dict[str, list[str]]:
+        def routes() -> dict[str, tuple[list[str], dict[str, str]]]:
             listed = httpx.get(f"{rt.control_url}/_standin/routes", timeout=10).json()["routes"]
-            return {f"{r['namespace']}/{r['name']}": r["backends"] for r in listed}
+            return {f"{r['namespace']}/{r['name']}": (r["backends"], r.get("pods", {})) for r in listed}
 
         table = Routes(rt.control_url)
         order = ("team", "tiny")
         table.set(order, None, None)
-        assert routes() == {"team/tiny": []}
-        table.set(order, "uid-1", None)  # a pod, not ready: still claimed with nothing behind it
-        assert routes() == {"team/tiny": []}
-        table.set(order, "uid-1", "127.0.0.1:8443")
-        table.set(order, "uid-2", "127.0.0.1:9443")
-        assert routes() == {"team/tiny": ["127.0.0.1:8443", "127.0.0.1:9443"]}
+        assert routes() == {"team/tiny": ([], {})}
+        table.set(
+            order, "uid-1", None, pod="tiny-a"
+        )  # a pod, not ready: still claimed with nothing behind it
+        assert routes() == {"team/tiny": ([], {})}
+        table.set(order, "uid-1", "127.0.0.1:8443", pod="tiny-a")
+        table.set(order, "uid-2", "127.0.0.1:9443", pod="tiny-b")
+        assert routes() == {
+            "team/tiny": (
+                ["127.0.0.1:8443", "127.0.0.1:9443"],
+                {"tiny-a": "127.0.0.1:8443", "tiny-b": "127.0.0.1:9443"},
+            )
+        }
         table.forget(order, "uid-1")
-        assert routes() == {"team/tiny": ["127.0.0.1:9443"]}
+        assert routes() == {"team/tiny": (["127.0.0.1:9443"], {"tiny-b": "127.0.0.1:9443"})}
+        table.set(order, "uid-3", "127.0.0.1:7443")  # no pod name: the old body shape, a bare address
+        assert routes() == {"team/tiny": (["127.0.0.1:7443", "127.0.0.1:9443"], {"tiny-b": "127.0.0.1:9443"})}
         assert table.claimed() == [order]
         table.drop(order)
         assert routes() == {} and table.claimed() == []

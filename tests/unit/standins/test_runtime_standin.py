@@ -44,7 +44,7 @@ def runtime(ca: tuple[Path, Path]) -> Iterator[RunningRuntime]:
     def issued(host: str) -> tuple[bytes, bytes]:
         return make_server_pair(ca[0].read_bytes(), ca[1].read_bytes(), (host,))
 
-    with start_runtime() as rt:
+    with start_runtime(decode_seconds=0.01) as rt:  # a chat completion holds its slot 10 ms
         rt.register(
             "team-a", "chat", model="Qwen/Qwen2.5-7B-Instruct", token=TOKEN, tls=issued("chat.team-a.svc")
         )
