@@ -1,0 +1,241 @@
+"""The orders' Secrets and EndpointSlices, mirrored from the API server into memory (list, then watch).
+
+Two daemon threads, one per kind, each list every namespace's objects labelled with an order (pages
+of 500), then watch from the list's resourceVersion, and list anew when the watch expires (410) or
+fails (with a backoff). The event loop only ever reads the mirror (``OrderSecrets``, ``Upstreams``,
+``Readiness``), under a lock, never the network.
+
+- Secrets: label ``ai.deckhouse.io/inference-service`` (the controller puts it on ``<name>-auth``,
+  cert-manager's ``secretTemplate`` on ``<name>-tls``). Only those two names are kept, and of
+  ``-auth`` only the token's digest.
+- EndpointSlices: the same label and ``endpointslice.kubernetes.io/managed-by:
+  endpointslice-controller.k8s.io``, i.e. the slices Kubernetes computes for a Service selecting the
+  order's pods (``activator.kube_objects``).
+
+Bounded: at most ``max_objects`` of each kind are kept (beyond, new ones are dropped and logged), and
+a Secret's value beyond 64 KiB is ignored. Needs get/list/watch on secrets and
+discovery.k8s.io/endpointslices cluster-wide; writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from activator import kube_objects
+from activator.hosts import OrderKey
+from activator.sources import TlsPair
+
+log = logging.getLogger("activator.kube_reader")
+
+PAGE = 500
+WATCH_SECONDS = 300
+Obj = Mapping[str, Any]
+ListFn = Callable[..., Any]
+
+
+class KubeSources:
+    """``OrderSecrets``, ``Upstreams`` and ``Readiness`` answered from the mirror."""
+
+    def __init__(self, api: client.ApiClient, *, max_objects: int = 20000) -> None:
+        self._lock = threading.Lock()
+        self._tls: dict[OrderKey, TlsPair] = {}
+        self._tokens: dict[OrderKey, bytes] = {}
+        self._slices: dict[OrderKey, dict[str, list[str]]] = {}
+        core, discovery = client.CoreV1Api(api), client.DiscoveryV1Api(api)
+        self._mirrors = [
+            _Mirror(
+                "secrets",
+                core.list_secret_for_all_namespaces,
+                kube_objects.LABEL_ORDER,
+                self._reset_secrets,
+                self._secret_event,
+                max_objects,
+            ),
+            _Mirror(
+                "endpointslices",
+                discovery.list_endpoint_slice_for_all_namespaces,
+                f"{kube_objects.LABEL_ORDER},{kube_objects.SLICE_MANAGED_BY}={kube_objects.SLICE_CONTROLLER}",
+                self._reset_slices,
+                self._slice_event,
+                max_objects,
+            ),
+        ]
+
+    def start(self) -> None:
+        for mirror in self._mirrors:
+            mirror.start()
+
+    def stop(self) -> None:
+        for mirror in self._mirrors:
+            mirror.stop()
+
+    # --- what the serving side asks -------------------------------------------------------------
+    def tls(self, order: OrderKey) -> TlsPair | None:
+        with self._lock:
+            return self._tls.get(order)
+
+    def token_digest(self, order: OrderKey) -> bytes | None:
+        with self._lock:
+            return self._tokens.get(order)
+
+    def ready(self, namespace: str, name: str) -> list[str]:
+        with self._lock:
+            slices = self._slices.get(OrderKey(namespace, name), {})
+            return [address for addresses in slices.values() for address in addresses]
+
+    def synced(self) -> bool:
+        return all(m.synced.is_set() for m in self._mirrors)
+
+    # --- what the mirrors write -----------------------------------------------------------------
+    def _reset_secrets(self, items: list[Obj]) -> None:
+        with self._lock:
+            self._tls.clear()
+            self._tokens.clear()
+        for item in items:
+            self._secret_event("ADDED", item)
+
+    def _secret_event(self, kind: str, secret: Obj) -> None:
+        found = kube_objects.secret_kind(secret)
+        if found is None:
+            return
+        order, which = found
+        with self._lock:
+            if which == "tls":
+                pair = kube_objects.tls_pair(secret) if kind != "DELETED" else None
+                _put(self._tls, order, pair)
+            else:
+                digest = kube_objects.auth_digest(secret) if kind != "DELETED" else None
+                _put(self._tokens, order, digest)
+
+    def _reset_slices(self, items: list[Obj]) -> None:
+        with self._lock:
+            self._slices.clear()
+        for item in items:
+            self._slice_event("ADDED", item)
+
+    def _slice_event(self, kind: str, endpoint_slice: Obj) -> None:
+        order = kube_objects.order_label(endpoint_slice)
+        name = str((endpoint_slice.get("metadata") or {}).get("name") or "")
+        if order is None or not name:
+            return
+        addresses = kube_objects.ready_addresses(endpoint_slice) if kind != "DELETED" else []
+        with self._lock:
+            slices = self._slices.setdefault(order, {})
+            if addresses:
+                slices[name] = addresses
+            else:
+                slices.pop(name, None)
+                if not slices:
+                    del self._slices[order]
+
+
+def _put(book: dict[OrderKey, Any], order: OrderKey, value: Any) -> None:
+    if value is None:
+        book.pop(order, None)
+    else:
+        book[order] = value
+
+
+class _Mirror:
+    """List and watch one kind in a daemon thread, handing the objects (JSON dicts) on."""
+
+    def __init__(
+        self,
+        kind: str,
+        list_fn: ListFn,
+        selector: str,
+        reset: Callable[[list[Obj]], None],
+        on_event: Callable[[str, Obj], None],
+        max_objects: int,
+    ) -> None:
+        self.kind = kind
+        self.synced = threading.Event()
+        self._list = list_fn
+        self._selector = selector
+        self._reset = reset
+        self._on_event = on_event
+        self._max = max_objects
+        self._count = 0
+        self._stop = threading.Event()
+        self._watch: watch.Watch | None = None
+        self._thread = threading.Thread(target=self._run, name=f"activator-{kind}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.stop()  # type: ignore[no-untyped-call]
+
+    def _run(self) -> None:
+        backoff = 1.0
+        while not self._stop.is_set():
+            try:
+                version = self._list_all()
+                self.synced.set()
+                backoff = 1.0
+                self._watch_from(version)
+            except ApiException as e:
+                if e.status != 410:
+                    log.warning("%s: %s %s; listing again in %.0f s", self.kind, e.status, e.reason, backoff)
+                    self._stop.wait(backoff)
+                    backoff = min(backoff * 2, 60.0)
+            except Exception as e:  # the API is unreachable, a proxy cut the stream, ...
+                log.warning("%s: %s; listing again in %.0f s", self.kind, e, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 60.0)
+
+    def _list_all(self) -> str:
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {
+                "label_selector": self._selector,
+                "limit": PAGE,
+                "_preload_content": False,
+            }
+            if token:
+                kwargs["_continue"] = token
+            page = json.loads(self._list(**kwargs).data)
+            items.extend(page.get("items") or ())
+            meta = page.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                break
+        if len(items) > self._max:
+            log.error("%s: %d objects, keeping only the first %d", self.kind, len(items), self._max)
+            items = items[: self._max]
+        self._reset(items)
+        self._count = len(items)
+        log.info("%s: listed %d", self.kind, len(items))
+        return str(meta.get("resourceVersion") or "")
+
+    def _watch_from(self, version: str) -> None:
+        self._watch = watch.Watch()  # type: ignore[no-untyped-call]
+        for event in self._watch.stream(  # type: ignore[no-untyped-call]
+            self._list,
+            label_selector=self._selector,
+            resource_version=version,
+            timeout_seconds=WATCH_SECONDS,
+            allow_watch_bookmarks=True,
+        ):
+            if self._stop.is_set():
+                return
+            kind, raw = event.get("type"), event.get("raw_object")
+            if kind == "ERROR":
+                code = (raw or {}).get("code")
+                raise ApiException(status=code or 500, reason=str((raw or {}).get("message")))
+            if kind in ("ADDED", "MODIFIED", "DELETED") and isinstance(raw, Mapping):
+                if kind == "ADDED" and self._count >= self._max:
+                    log.error("%s: more than %d objects, ignoring new ones", self.kind, self._max)
+                    continue
+                self._count += {"ADDED": 1, "DELETED": -1}.get(kind, 0)
+                self._on_event(kind, raw)
