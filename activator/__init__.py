@@ -24,8 +24,9 @@ a bound on the header size. Clients speak HTTP/1.1 only (ALPN ``http/1.1``), one
 connection: after the answer the connection closes, so the client's next request goes through the
 order's Service again, to the order's own replicas once it is awake.
 
-Modules: ``hosts``, ``tokens``, ``ledger``, ``messages``, ``kube_objects``, ``settings`` and
-``sources`` are pure (import-linter checks it); ``certificates``, ``http_io``, ``holds``, ``forward``,
-``proxy``, ``admin`` and ``app`` do the serving; ``kube_reader`` reads the API and only
-``__main__`` uses it; ``memory`` answers the sources from memory for the tests.
+Modules: ``hosts``, ``tokens``, ``ledger``, ``messages``, ``kube_objects``, ``order_book``,
+``settings`` and ``sources`` do no I/O (import-linter checks it); ``certificates``, ``http_io``,
+``holds``, ``forward``, ``proxy``, ``admin`` and ``app`` do the serving; ``kube_reader`` lists and
+watches the API into the ``order_book`` and only ``__main__`` uses it; ``memory`` answers the sources
+from memory for the tests.
 """

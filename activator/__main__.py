@@ -21,7 +21,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from activator.app import Activator
-from activator.kube_reader import KubeSources
+from activator.kube_reader import KubeReader
+from activator.order_book import OrderBook
 from activator.settings import Settings
 
 _HELP = {
@@ -79,8 +80,8 @@ def api_client(kubeconfig: str | None) -> k8s.ApiClient:
     return k8s.ApiClient(configuration)
 
 
-async def serve(settings: Settings, sources: KubeSources) -> None:
-    activator = Activator(settings=settings, secrets=sources, upstreams=sources, readiness=sources)
+async def serve(settings: Settings, book: OrderBook, reader: KubeReader) -> None:
+    activator = Activator(settings=settings, secrets=book, upstreams=book, readiness=reader)
     await activator.start()
     logging.getLogger("activator").info("serving orders on :%d, admin on :%d", *activator.ports)
     stop = asyncio.Event()
@@ -94,12 +95,13 @@ async def serve(settings: Settings, sources: KubeSources) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     settings, args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    sources = KubeSources(api_client(args.kubeconfig), max_objects=args.max_objects)
-    sources.start()
+    book = OrderBook()
+    reader = KubeReader(api_client(args.kubeconfig), book, max_objects=args.max_objects)
+    reader.start()
     try:
-        asyncio.run(serve(settings, sources))
+        asyncio.run(serve(settings, book, reader))
     finally:
-        sources.stop()
+        reader.stop()
     return 0
 
 

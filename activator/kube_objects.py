@@ -40,6 +40,11 @@ def _meta(obj: Obj) -> Obj:
     return _mapping(obj.get("metadata"))
 
 
+def object_name(obj: Obj) -> str:
+    name = _meta(obj).get("name")
+    return name if isinstance(name, str) else ""
+
+
 def order_label(obj: Obj) -> OrderKey | None:
     """The order an object is labelled with, in the object's namespace."""
     meta = _meta(obj)

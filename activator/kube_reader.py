@@ -1,9 +1,9 @@
-"""The orders' Secrets and EndpointSlices, mirrored from the API server into memory (list, then watch).
+"""The orders' Secrets and EndpointSlices, read from the API server into an ``OrderBook`` (list, then watch).
 
 Two daemon threads, one per kind, each list every namespace's objects labelled with an order (pages
 of 500), then watch from the list's resourceVersion, and list anew when the watch expires (410) or
-fails (with a backoff). The event loop only ever reads the mirror (``OrderSecrets``, ``Upstreams``,
-``Readiness``), under a lock, never the network.
+fails (with a backoff). The event loop only ever reads the book (``activator.order_book``), never
+the network.
 
 - Secrets: label ``ai.deckhouse.io/inference-service`` (the controller puts it on ``<name>-auth``,
   cert-manager's ``secretTemplate`` on ``<name>-tls``). Only those two names are kept, and of
@@ -29,41 +29,36 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from activator import kube_objects
-from activator.hosts import OrderKey
-from activator.sources import TlsPair
+from activator.kube_objects import Obj
+from activator.order_book import OrderBook
 
 log = logging.getLogger("activator.kube_reader")
 
 PAGE = 500
 WATCH_SECONDS = 300
-Obj = Mapping[str, Any]
 ListFn = Callable[..., Any]
 
 
-class KubeSources:
-    """``OrderSecrets``, ``Upstreams`` and ``Readiness`` answered from the mirror."""
+class KubeReader:
+    """Keeps an ``OrderBook`` up to date from the API; ``Readiness`` once both kinds were listed."""
 
-    def __init__(self, api: client.ApiClient, *, max_objects: int = 20000) -> None:
-        self._lock = threading.Lock()
-        self._tls: dict[OrderKey, TlsPair] = {}
-        self._tokens: dict[OrderKey, bytes] = {}
-        self._slices: dict[OrderKey, dict[str, list[str]]] = {}
+    def __init__(self, api: client.ApiClient, book: OrderBook, *, max_objects: int = 20000) -> None:
         core, discovery = client.CoreV1Api(api), client.DiscoveryV1Api(api)
         self._mirrors = [
             _Mirror(
                 "secrets",
                 core.list_secret_for_all_namespaces,
                 kube_objects.LABEL_ORDER,
-                self._reset_secrets,
-                self._secret_event,
+                book.reset_secrets,
+                book.secret_event,
                 max_objects,
             ),
             _Mirror(
                 "endpointslices",
                 discovery.list_endpoint_slice_for_all_namespaces,
                 f"{kube_objects.LABEL_ORDER},{kube_objects.SLICE_MANAGED_BY}={kube_objects.SLICE_CONTROLLER}",
-                self._reset_slices,
-                self._slice_event,
+                book.reset_slices,
+                book.slice_event,
                 max_objects,
             ),
         ]
@@ -76,71 +71,8 @@ class KubeSources:
         for mirror in self._mirrors:
             mirror.stop()
 
-    # --- what the serving side asks -------------------------------------------------------------
-    def tls(self, order: OrderKey) -> TlsPair | None:
-        with self._lock:
-            return self._tls.get(order)
-
-    def token_digest(self, order: OrderKey) -> bytes | None:
-        with self._lock:
-            return self._tokens.get(order)
-
-    def ready(self, namespace: str, name: str) -> list[str]:
-        with self._lock:
-            slices = self._slices.get(OrderKey(namespace, name), {})
-            return [address for addresses in slices.values() for address in addresses]
-
     def synced(self) -> bool:
         return all(m.synced.is_set() for m in self._mirrors)
-
-    # --- what the mirrors write -----------------------------------------------------------------
-    def _reset_secrets(self, items: list[Obj]) -> None:
-        with self._lock:
-            self._tls.clear()
-            self._tokens.clear()
-        for item in items:
-            self._secret_event("ADDED", item)
-
-    def _secret_event(self, kind: str, secret: Obj) -> None:
-        found = kube_objects.secret_kind(secret)
-        if found is None:
-            return
-        order, which = found
-        with self._lock:
-            if which == "tls":
-                pair = kube_objects.tls_pair(secret) if kind != "DELETED" else None
-                _put(self._tls, order, pair)
-            else:
-                digest = kube_objects.auth_digest(secret) if kind != "DELETED" else None
-                _put(self._tokens, order, digest)
-
-    def _reset_slices(self, items: list[Obj]) -> None:
-        with self._lock:
-            self._slices.clear()
-        for item in items:
-            self._slice_event("ADDED", item)
-
-    def _slice_event(self, kind: str, endpoint_slice: Obj) -> None:
-        order = kube_objects.order_label(endpoint_slice)
-        name = str((endpoint_slice.get("metadata") or {}).get("name") or "")
-        if order is None or not name:
-            return
-        addresses = kube_objects.ready_addresses(endpoint_slice) if kind != "DELETED" else []
-        with self._lock:
-            slices = self._slices.setdefault(order, {})
-            if addresses:
-                slices[name] = addresses
-            else:
-                slices.pop(name, None)
-                if not slices:
-                    del self._slices[order]
-
-
-def _put(book: dict[OrderKey, Any], order: OrderKey, value: Any) -> None:
-    if value is None:
-        book.pop(order, None)
-    else:
-        book[order] = value
 
 
 class _Mirror:
