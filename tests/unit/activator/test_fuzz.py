@@ -43,10 +43,10 @@ def _cases(n: int, seed: int = 23) -> list[tuple[bytes, bool]]:
         if how == 0:
             data = shape[: rng.randrange(len(shape) + 1)]  # truncated
         elif how == 1:
-            data = bytearray(shape)
+            corrupted = bytearray(shape)
             for _ in range(rng.randrange(1, 6)):
-                data[rng.randrange(len(data))] = rng.randrange(256)  # corrupted
-            data = bytes(data)
+                corrupted[rng.randrange(len(corrupted))] = rng.randrange(256)
+            data = bytes(corrupted)
         elif how == 2:
             data = rng.randbytes(rng.randrange(1, 300))
         else:
