@@ -36,6 +36,7 @@ _HELP = {
     "retry_after_seconds": "the Retry-After of a 503 (default 10)",
     "max_held_per_order": "requests held at most per order; beyond, 503 at once (default 64)",
     "max_held_total": "requests held at most in all (default 1024)",
+    "max_connections": "client connections open at once; beyond, closed after the handshake (default 4096)",
     "max_header_bytes": "request line and headers at most (default 65536; beyond, 431)",
     "max_body_bytes": "request body at most (default 4194304; beyond, 413)",
     "header_timeout_seconds": "for the TLS handshake, and for the request head (default 10)",
@@ -65,7 +66,10 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
-    settings = Settings(**{f.name: getattr(args, f.name) for f in fields(Settings)})
+    try:
+        settings = Settings(**{f.name: getattr(args, f.name) for f in fields(Settings)})
+    except ValueError as e:
+        parser.error(str(e))
     return settings, args
 
 

@@ -35,6 +35,19 @@ def upstream_tls_context(ca_file: str) -> ssl.SSLContext:
     return context
 
 
+_FRAMING = frozenset({"host", "content-length", "transfer-encoding"})
+
+
+def _only_the_clients_headers(request: httpx.Request, sent: list[tuple[bytes, bytes]]) -> None:
+    """Drop what httpx adds on its own (``accept``, ``accept-encoding``, ``user-agent``,
+    ``connection``): an ``accept-encoding: gzip`` the client never sent would get it a compressed
+    answer it may not read. The framing headers httpx computes from the body stay."""
+    names = {k.decode("latin-1").lower() for k, _ in sent} | _FRAMING
+    for name in {k.lower() for k in request.headers}:
+        if name not in names:
+            del request.headers[name]
+
+
 class Forwarder:
     def __init__(
         self,
@@ -69,7 +82,7 @@ class Forwarder:
         """The upstream's response, its body not read yet (``aiter_raw`` streams it)."""
         headers = [
             (b"host", order.host.encode()),
-            *forwardable(head.headers, drop=(b"host", b"content-length")),
+            *forwardable(head.headers, drop=(b"host", b"content-length", b"expect")),
         ]
         last: Exception | None = None
         for address in self.addresses(ready):
@@ -81,6 +94,7 @@ class Forwarder:
                 content=body,
                 extensions={"sni_hostname": order.host},
             )
+            _only_the_clients_headers(request, headers)
             try:
                 response = await self._client.send(request, stream=True)
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:

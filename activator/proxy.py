@@ -63,17 +63,24 @@ class Proxy:
     forwarder: Forwarder
     metrics: ActivatorMetrics
 
+    connections: int = 0
+
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """The ``asyncio.start_server`` callback."""
+        """The ``asyncio.start_server`` callback. Beyond ``max_connections`` open at once, a new
+        connection is closed right after its handshake (its client retries)."""
+        self.connections += 1
         try:
             order = order_of_connection(writer.get_extra_info("ssl_object"))
-            if order is not None:
+            if self.connections > self.settings.max_connections:
+                self.metrics.refused("too_many_held")
+            elif order is not None:
                 await self._serve(order, reader, writer)
         except (OSError, asyncio.IncompleteReadError):
             pass  # the client went away; nothing is held past this point
         except Exception:
             log.exception("connection failed")
         finally:
+            self.connections -= 1
             await close(writer)
 
     async def _serve(
@@ -100,6 +107,10 @@ class Proxy:
             )
             return
         try:
+            if _declared_length(head) > s.max_body_bytes:
+                raise RequestTooLargeError
+            if conn.they_are_waiting_for_100_continue:
+                writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
             body = await read_body(conn, reader, limit=s.max_body_bytes, timeout=s.body_timeout_seconds)
         except RequestTooLargeError:
             self.metrics.refused("bad_request")
@@ -198,6 +209,12 @@ class Proxy:
         except httpx.HTTPError as e:  # mid-answer: the client sees the connection cut
             log.warning("forward of %s broke off: %s", order, e)
             self.metrics.forward_failed()
+
+
+def _declared_length(head: RequestHead) -> int:
+    """The request's ``Content-Length`` (h11 has checked it is a number), 0 without one."""
+    value = messages.header(head.headers, b"content-length")
+    return int(value) if value is not None and value.isdigit() else 0
 
 
 async def _discard_body(

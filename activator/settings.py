@@ -21,6 +21,8 @@ class Settings:
     retry_after_seconds: int = 10
     max_held_per_order: int = 64
     max_held_total: int = 1024
+    max_connections: int = 4096
+    """Client connections open at once (held, reading or forwarding); beyond, closed after the handshake."""
     max_header_bytes: int = 64 * 1024
     max_body_bytes: int = 4 * 1024 * 1024
     header_timeout_seconds: float = 10.0
@@ -31,3 +33,26 @@ class Settings:
     upstream_connect_timeout_seconds: float = 10.0
     upstream_read_timeout_seconds: float = 600.0
     """Between two reads of the upstream's answer (a long generation streams, a long prefill does not)."""
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_hold_seconds",
+            "max_held_per_order",
+            "max_held_total",
+            "max_connections",
+            "max_header_bytes",
+            "max_body_bytes",
+            "header_timeout_seconds",
+            "body_timeout_seconds",
+            "upstream_poll_seconds",
+            "upstream_connect_timeout_seconds",
+            "upstream_read_timeout_seconds",
+        ):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"`{name}` must be greater than 0")
+        if self.retry_after_seconds < 0:
+            raise ValueError("`retry_after_seconds` must not be negative")
+        if self.upstream_address_override is not None:
+            host, sep, port = self.upstream_address_override.rpartition(":")
+            if not (host and sep and port.isdigit()):
+                raise ValueError("`upstream_address_override` must be HOST:PORT")

@@ -228,3 +228,12 @@ def test_the_command_line_sets_every_setting() -> None:
     assert args.kubeconfig is None
     with pytest.raises(SystemExit):
         parse_args([])
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--max-hold-seconds", "0"], ["--max-held-total", "-1"], ["--upstream-address-override", "nohost"]],
+)
+def test_impossible_settings_are_refused(flags: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--upstream-ca-file", "/ca.pem", *flags])

@@ -369,3 +369,58 @@ def test_the_admin_port_serves_metrics_and_health(tmp_path: Path) -> None:
                 assert name in metrics
 
     asyncio.run(scenario())
+
+
+def test_a_declared_oversized_body_gets_413_before_it_is_sent(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path, max_body_bytes=1024) as run:
+            reader, writer = await run.open_tls()
+            writer.write(
+                b"POST /v1/completions HTTP/1.1\r\nhost: chat.team.svc\r\n"
+                + f"authorization: Bearer {TOKEN}\r\ncontent-length: 5000000\r\n\r\n".encode()
+            )
+            await writer.drain()
+            async with asyncio.timeout(2):
+                assert (await reader.read()).startswith(b"HTTP/1.1 413 ")
+            assert run.held() == 0
+            writer.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_client_expecting_100_continue_is_told_to_continue_and_forwarded(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path) as run, upstream(run.ca) as up:
+            run.orders.set_ready(ORDER, [up.address])
+            reader, writer = await run.open_tls()
+            writer.write(
+                b"POST /v1/completions HTTP/1.1\r\nhost: chat.team.svc\r\nexpect: 100-continue\r\n"
+                + f"authorization: Bearer {TOKEN}\r\ncontent-length: 2\r\nconnection: x-hop\r\nx-hop: 1\r\n\r\n".encode()
+            )
+            await writer.drain()
+            async with asyncio.timeout(2):
+                assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 100 ")
+                writer.write(b"{}")
+                answer = await reader.read()
+            assert answer.startswith(b"HTTP/1.1 200 ")
+            (seen,) = up.seen
+            assert seen.body == b"{}"
+            assert not {"expect", "x-hop", "connection"} & set(seen.headers)
+            writer.close()
+
+    asyncio.run(scenario())
+
+
+def test_connections_beyond_the_bound_are_closed_at_once(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path, max_connections=2) as run:
+            opened = [await run.open_tls() for _ in range(2)]
+            await until(lambda: run.activator.proxy.connections == 2)
+            reader, writer = await run.open_tls()
+            async with asyncio.timeout(2):
+                assert await reader.read() == b""
+            assert run.refused("too_many_held") == 1
+            for _, w in (*opened, (reader, writer)):
+                w.close()
+
+    asyncio.run(scenario())
