@@ -49,6 +49,7 @@ class OrderCertificates:
         self._secrets = secrets
         self._on_unknown = on_unknown
         self._contexts: dict[OrderKey, OrderContext] = {}
+        self._failed: dict[OrderKey, str] = {}  # the version that did not load, not tried again
         self._dir = tempfile.TemporaryDirectory(prefix="activator-certs-")
         self.handshakes = 0
         self.loads = 0
@@ -70,9 +71,15 @@ class OrderCertificates:
         cached = self._contexts.get(order)
         if cached is not None and cached.version == pair.version:
             return cached
+        if self._failed.get(order) == pair.version:
+            return cached
         context = self._load(order, pair)
         if context is None:
-            return cached  # a half-written renewal: keep serving the certificate that loaded
+            if len(self._failed) >= MAX_CONTEXTS:
+                self._failed.clear()
+            self._failed[order] = pair.version
+            return cached  # a broken renewal: keep serving the certificate that loaded
+        self._failed.pop(order, None)
         self._contexts.pop(order, None)
         if len(self._contexts) >= MAX_CONTEXTS:
             self._contexts.pop(next(iter(self._contexts)))

@@ -1,9 +1,12 @@
 """The orders' Secrets and EndpointSlices, read from the API server into an ``OrderBook`` (list, then watch).
 
 Two daemon threads, one per kind, each list every namespace's objects labelled with an order (pages
-of 500), then watch from the list's resourceVersion, and list anew when the watch expires (410) or
-fails (with a backoff). The event loop only ever reads the book (``activator.order_book``), never
-the network.
+of 500), then watch from the list's resourceVersion, and list anew when the version expires (410) or
+the API fails (with a backoff). The event loop only ever reads the book (``activator.order_book``),
+never the network.
+
+A watch that ends (the server closes it after ``WATCH_SECONDS``) is resumed from the last
+resourceVersion seen (bookmarks included); a list is swapped into the book at once.
 
 - Secrets: label ``ai.deckhouse.io/inference-service`` (the controller puts it on ``<name>-auth``,
   cert-manager's ``secretTemplate`` on ``<name>-tls``). Only those two names are kept, and of
@@ -109,18 +112,22 @@ class _Mirror:
 
     def _run(self) -> None:
         backoff = 1.0
+        version: str | None = None
         while not self._stop.is_set():
             try:
-                version = self._list_all()
-                self.synced.set()
+                if version is None:
+                    version = self._list_all()
+                    self.synced.set()
+                version = self._watch_from(version)  # ends after WATCH_SECONDS: watch on from there
                 backoff = 1.0
-                self._watch_from(version)
             except ApiException as e:
+                version = None  # list anew: 410 (the version is too old) or a refusal
                 if e.status != 410:
                     log.warning("%s: %s %s; listing again in %.0f s", self.kind, e.status, e.reason, backoff)
                     self._stop.wait(backoff)
                     backoff = min(backoff * 2, 60.0)
             except Exception as e:  # the API is unreachable, a proxy cut the stream, ...
+                version = None
                 log.warning("%s: %s; listing again in %.0f s", self.kind, e, backoff)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 60.0)
@@ -150,7 +157,8 @@ class _Mirror:
         log.info("%s: listed %d", self.kind, len(items))
         return str(meta.get("resourceVersion") or "")
 
-    def _watch_from(self, version: str) -> None:
+    def _watch_from(self, version: str) -> str:
+        """Apply the events after ``version`` until the watch ends; the last version seen."""
         self._watch = watch.Watch()  # type: ignore[no-untyped-call]
         for event in self._watch.stream(  # type: ignore[no-untyped-call]
             self._list,
@@ -160,14 +168,17 @@ class _Mirror:
             allow_watch_bookmarks=True,
         ):
             if self._stop.is_set():
-                return
+                break
             kind, raw = event.get("type"), event.get("raw_object")
+            if not isinstance(raw, Mapping):
+                continue
             if kind == "ERROR":
-                code = (raw or {}).get("code")
-                raise ApiException(status=code or 500, reason=str((raw or {}).get("message")))
-            if kind in ("ADDED", "MODIFIED", "DELETED") and isinstance(raw, Mapping):
+                raise ApiException(status=raw.get("code") or 500, reason=str(raw.get("message")))
+            version = str((raw.get("metadata") or {}).get("resourceVersion") or version)
+            if kind in ("ADDED", "MODIFIED", "DELETED"):
                 if kind == "ADDED" and self._count >= self._max:
                     log.error("%s: more than %d objects, ignoring new ones", self.kind, self._max)
                     continue
                 self._count += {"ADDED": 1, "DELETED": -1}.get(kind, 0)
                 self._on_event(kind, raw)
+        return version

@@ -42,45 +42,58 @@ class OrderBook:
 
     # --- written from the API's objects ---------------------------------------------------------
     def reset_secrets(self, items: Iterable[Obj]) -> None:
-        """Everything a fresh list says (what it lacks is gone)."""
-        with self._lock:
-            self._tls.clear()
-            self._tokens.clear()
+        """Everything a fresh list says (what it lacks is gone), swapped in at once: a handshake
+        meanwhile sees the old state or the new, never an empty book."""
+        tls: dict[OrderKey, TlsPair] = {}
+        tokens: dict[OrderKey, bytes] = {}
         for item in items:
-            self.secret_event("ADDED", item)
+            _apply_secret(tls, tokens, "ADDED", item)
+        with self._lock:
+            self._tls, self._tokens = tls, tokens
 
     def secret_event(self, kind: str, secret: Obj) -> None:
         """A Secret ``ADDED``, ``MODIFIED`` or ``DELETED``; only an order's ``-tls`` and ``-auth`` count."""
-        found = kube_objects.secret_kind(secret)
-        if found is None:
-            return
-        order, which = found
         with self._lock:
-            if which == "tls":
-                _put(self._tls, order, kube_objects.tls_pair(secret) if kind != DELETED else None)
-            else:
-                _put(self._tokens, order, kube_objects.auth_digest(secret) if kind != DELETED else None)
+            _apply_secret(self._tls, self._tokens, kind, secret)
 
     def reset_slices(self, items: Iterable[Obj]) -> None:
-        with self._lock:
-            self._slices.clear()
+        slices: dict[OrderKey, dict[str, list[str]]] = {}
         for item in items:
-            self.slice_event("ADDED", item)
+            _apply_slice(slices, "ADDED", item)
+        with self._lock:
+            self._slices = slices
 
     def slice_event(self, kind: str, endpoint_slice: Obj) -> None:
-        order = kube_objects.order_label(endpoint_slice)
-        name = kube_objects.object_name(endpoint_slice)
-        if order is None or not name:
-            return
-        addresses = kube_objects.ready_addresses(endpoint_slice) if kind != DELETED else []
         with self._lock:
-            slices = self._slices.setdefault(order, {})
-            if addresses:
-                slices[name] = addresses
-            else:
-                slices.pop(name, None)
-                if not slices:
-                    del self._slices[order]
+            _apply_slice(self._slices, kind, endpoint_slice)
+
+
+def _apply_secret(
+    tls: dict[OrderKey, TlsPair], tokens: dict[OrderKey, bytes], kind: str, secret: Obj
+) -> None:
+    found = kube_objects.secret_kind(secret)
+    if found is None:
+        return
+    order, which = found
+    if which == "tls":
+        _put(tls, order, kube_objects.tls_pair(secret) if kind != DELETED else None)
+    else:
+        _put(tokens, order, kube_objects.auth_digest(secret) if kind != DELETED else None)
+
+
+def _apply_slice(book: dict[OrderKey, dict[str, list[str]]], kind: str, endpoint_slice: Obj) -> None:
+    order = kube_objects.order_label(endpoint_slice)
+    name = kube_objects.object_name(endpoint_slice)
+    if order is None or not name:
+        return
+    addresses = kube_objects.ready_addresses(endpoint_slice) if kind != DELETED else []
+    slices = book.setdefault(order, {})
+    if addresses:
+        slices[name] = addresses
+    else:
+        slices.pop(name, None)
+        if not slices:
+            del book[order]
 
 
 def _put(book: dict[OrderKey, Any], order: OrderKey, value: Any) -> None:

@@ -165,7 +165,7 @@ class Proxy:
             watching.cancel()
             if not waiting.done():
                 waiting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, OSError):  # a reset: the client is gone
                 await watching
         if not waiting.done() or waiting.cancelled():
             with contextlib.suppress(asyncio.CancelledError):

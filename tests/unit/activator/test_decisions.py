@@ -237,3 +237,13 @@ def test_the_command_line_sets_every_setting() -> None:
 def test_impossible_settings_are_refused(flags: list[str]) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--upstream-ca-file", "/ca.pem", *flags])
+
+
+def test_a_fresh_list_replaces_the_book() -> None:
+    book = OrderBook()
+    book.reset_secrets([_secret("chat-auth", data={"token": _b64(b"t0k")})])
+    book.reset_slices([_slice("chat-a", [{"addresses": ["10.0.0.1"]}])])
+    book.reset_secrets([])
+    book.reset_slices([])
+    assert book.token_digest(CHAT) is None
+    assert book.ready("team", "chat") == []

@@ -424,3 +424,21 @@ def test_connections_beyond_the_bound_are_closed_at_once(tmp_path: Path) -> None
                 w.close()
 
     asyncio.run(scenario())
+
+
+def test_a_renewal_that_does_not_load_keeps_the_certificate_that_did(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path) as run:
+            _, w = await run.open_tls()
+            first = w.get_extra_info("ssl_object").getpeercert(binary_form=True)
+            w.close()
+            cert, _ = run.ca.pair(ORDER.host)
+            _, other_key = run.ca.pair(ORDER.host)
+            run.orders.set_tls(ORDER, cert, other_key)  # a key that does not match
+            for _ in range(2):
+                _, w = await run.open_tls()
+                assert w.get_extra_info("ssl_object").getpeercert(binary_form=True) == first
+                w.close()
+            assert run.activator.certificates.loads == 1  # the broken pair never replaced it
+
+    asyncio.run(scenario())
