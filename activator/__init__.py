@@ -24,6 +24,12 @@ a bound on the header size. Clients speak HTTP/1.1 only (ALPN ``http/1.1``), one
 connection: after the answer the connection closes, so the client's next request goes through the
 order's Service again, to the order's own replicas once it is awake.
 
+Deliberate limits: every request without the order's token is refused, ``GET /health`` and
+``OPTIONS`` included (the runtime's guard lets those two through; here they would wake the order);
+only the in-cluster names are served, so a proxy in front (an Ingress) must send the order's
+in-cluster host as SNI; HTTP/1.1 only, no WebSocket or other upgrade; held requests live in one
+replica's memory and are cut when it stops.
+
 Modules: ``hosts``, ``tokens``, ``ledger``, ``messages``, ``kube_objects``, ``order_book``,
 ``settings`` and ``sources`` do no I/O (import-linter checks it); ``certificates``, ``http_io``,
 ``holds``, ``forward``, ``proxy``, ``admin`` and ``app`` do the serving; ``kube_reader`` lists and
