@@ -1,0 +1,232 @@
+"""One connection to the activator's HTTPS listener, from the handshake's order to the answer.
+
+The steps, each with its bound:
+
+1. The order is the one the handshake's SNI named (``activator.certificates``).
+2. The request line and headers within ``header_timeout_seconds`` and ``max_header_bytes`` (431).
+3. The token: ``Authorization: Bearer`` must match the digest of the order's ``<name>-auth``;
+   without that Secret the order is not served (fail closed). Either refusal is a 401 that holds
+   nothing and wakes nothing: it is answered before the body is read and before any count.
+4. The body within ``body_timeout_seconds`` and ``max_body_bytes`` (413).
+5. The hold (``activator.holds``): 503 with ``Retry-After`` when it is full or runs out. While
+   held, the client is watched: if it closes, the hold is released at once.
+6. The forward (``activator.forward``): the upstream's status, headers and body, streamed back
+   chunk by chunk as they arrive. Streaming requests (``"stream": true``) are treated like any
+   other: the client sees nothing at all (not even headers) while the request is held, then the
+   upstream's own response, e.g. its server-sent events, as the upstream sends them.
+
+A slow or malformed client is closed (or answered 400/408/413/431) without ever being counted as
+held. Every connection carries one request and is closed after the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+import h11
+import httpx
+
+from activator import messages
+from activator.certificates import order_of_connection
+from activator.forward import Forwarder, ForwardFailedError
+from activator.holds import HoldRefusedError, Holds, HoldTimedOutError
+from activator.hosts import OrderKey
+from activator.http_io import (
+    RequestHead,
+    RequestTooLargeError,
+    close,
+    new_connection,
+    read_body,
+    read_head,
+    send_answer,
+)
+from activator.metrics import ActivatorMetrics
+from activator.settings import Settings
+from activator.sources import OrderSecrets
+from activator.tokens import bearer_matches
+
+log = logging.getLogger("activator.proxy")
+
+
+class ClientGoneError(Exception):
+    """The client closed its connection while its request was held."""
+
+
+@dataclass(slots=True)
+class Proxy:
+    settings: Settings
+    secrets: OrderSecrets
+    holds: Holds
+    forwarder: Forwarder
+    metrics: ActivatorMetrics
+
+    connections: int = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """The ``asyncio.start_server`` callback. Beyond ``max_connections`` open at once, a new
+        connection is closed right after its handshake (its client retries)."""
+        self.connections += 1
+        try:
+            order = order_of_connection(writer.get_extra_info("ssl_object"))
+            if self.connections > self.settings.max_connections:
+                self.metrics.refused("too_many_held")
+            elif order is not None:
+                await self._serve(order, reader, writer)
+        except (OSError, asyncio.IncompleteReadError):
+            pass  # the client went away; nothing is held past this point
+        except Exception:
+            log.exception("connection failed")
+        finally:
+            self.connections -= 1
+            await close(writer)
+
+    async def _serve(
+        self, order: OrderKey, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        s = self.settings
+        conn = new_connection(max_head=s.max_header_bytes)
+        try:
+            head = await read_head(conn, reader, timeout=s.header_timeout_seconds, limit=s.max_header_bytes)
+        except TimeoutError:
+            return  # a slow client is closed without an answer
+        except h11.RemoteProtocolError as e:
+            self.metrics.refused("bad_request")
+            status = 431 if e.error_status_hint == 431 else 400
+            await send_answer(conn, writer, messages.error(status, "The request is malformed or too large."))
+            return
+        if head is None:
+            return
+        answer = self._refusal(order, head)
+        if answer is not None:
+            await send_answer(conn, writer, answer)
+            await _discard_body(
+                conn, reader, limit=s.max_body_bytes, timeout=min(s.body_timeout_seconds, 2.0)
+            )
+            return
+        try:
+            if _declared_length(head) > s.max_body_bytes:
+                raise RequestTooLargeError
+            if conn.they_are_waiting_for_100_continue:
+                writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
+            body = await read_body(conn, reader, limit=s.max_body_bytes, timeout=s.body_timeout_seconds)
+        except RequestTooLargeError:
+            self.metrics.refused("bad_request")
+            await send_answer(
+                conn, writer, messages.error(413, f"The body must not exceed {s.max_body_bytes} bytes.")
+            )
+            return
+        except TimeoutError:
+            self.metrics.refused("bad_request")
+            await send_answer(conn, writer, messages.error(408, "The body did not arrive in time."))
+            return
+        except h11.RemoteProtocolError:
+            self.metrics.refused("bad_request")
+            await send_answer(conn, writer, messages.error(400, "The request body is malformed."))
+            return
+        try:
+            ready = await self._hold(order, reader)
+        except HoldRefusedError:
+            await send_answer(
+                conn, writer, self._busy(f"Too many requests are waiting for {order.host} to start.")
+            )
+            return
+        except HoldTimedOutError:
+            await send_answer(conn, writer, self._busy(f"{order.host} did not become ready in time."))
+            return
+        except ClientGoneError:
+            return
+        await self._forward(conn, writer, order, ready, head, body)
+
+    def _refusal(self, order: OrderKey, head: RequestHead) -> messages.Answer | None:
+        """401 unless the request carries the order's token; the order must have a token at all."""
+        digest = self.secrets.token_digest(order)
+        if digest is None:
+            self.metrics.refused("unknown_order")
+            return messages.unauthorized()
+        authorization = messages.header(head.headers, b"authorization")
+        if not bearer_matches(authorization.decode("latin-1") if authorization else None, digest):
+            self.metrics.refused("unauthorized")
+            return messages.unauthorized()
+        return None
+
+    def _busy(self, message: str) -> messages.Answer:
+        return messages.error(503, message, retry_after=self.settings.retry_after_seconds)
+
+    async def _hold(self, order: OrderKey, reader: asyncio.StreamReader) -> list[str]:
+        """``holds.wait``, abandoned (and released) when the client closes meanwhile."""
+        waiting = asyncio.create_task(self.holds.wait(order))
+        watching = asyncio.create_task(_closed(reader))
+        try:
+            await asyncio.wait((waiting, watching), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watching.cancel()
+            if not waiting.done():
+                waiting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, OSError):  # a reset: the client is gone
+                await watching
+        if not waiting.done() or waiting.cancelled():
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+            raise ClientGoneError
+        return waiting.result()
+
+    async def _forward(
+        self,
+        conn: h11.Connection,
+        writer: asyncio.StreamWriter,
+        order: OrderKey,
+        ready: list[str],
+        head: RequestHead,
+        body: bytes,
+    ) -> None:
+        try:
+            async with self.forwarder.open(order, ready, head, body) as response:
+                headers = [
+                    *messages.forwardable(response.headers.raw),
+                    (b"connection", b"close"),
+                ]
+                writer.write(
+                    conn.send(
+                        h11.Response(
+                            status_code=response.status_code, headers=headers, reason=response.reason_phrase
+                        )
+                    )
+                    or b""
+                )
+                async for chunk in response.aiter_raw():
+                    if chunk:
+                        writer.write(conn.send(h11.Data(data=chunk)) or b"")
+                        await writer.drain()
+                writer.write(conn.send(h11.EndOfMessage()) or b"")
+                await writer.drain()
+        except ForwardFailedError as e:
+            log.warning("forward of %s failed: %s", order, e)
+            self.metrics.forward_failed()
+            await send_answer(conn, writer, messages.error(502, f"{order.host} could not be reached."))
+        except httpx.HTTPError as e:  # mid-answer: the client sees the connection cut
+            log.warning("forward of %s broke off: %s", order, e)
+            self.metrics.forward_failed()
+
+
+def _declared_length(head: RequestHead) -> int:
+    """The request's ``Content-Length`` (h11 has checked it is a number), 0 without one."""
+    value = messages.header(head.headers, b"content-length")
+    return int(value) if value is not None and value.isdigit() else 0
+
+
+async def _discard_body(
+    conn: h11.Connection, reader: asyncio.StreamReader, *, limit: int, timeout: float
+) -> None:
+    """Read what is left of a refused request's body, so that closing does not reset the connection
+    (and lose the answer) while the client is still sending it."""
+    with contextlib.suppress(RequestTooLargeError, TimeoutError, h11.RemoteProtocolError):
+        await read_body(conn, reader, limit=limit, timeout=timeout)
+
+
+async def _closed(reader: asyncio.StreamReader) -> None:
+    """Returns when the client closes its side (bytes it sends meanwhile are ignored)."""
+    while await reader.read(4096):
+        pass
