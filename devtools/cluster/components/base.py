@@ -68,6 +68,39 @@ class Plane:
     def kwok_port(self) -> int:
         return self.api_port + 3
 
+    # The metrics add-ons (devtools/cluster/components/prometheus.py and keda.py) take the ports above.
+    @property
+    def prometheus_port(self) -> int:
+        return self.api_port + 4
+
+    @property
+    def keda_health_port(self) -> int:
+        """The KEDA operator's /healthz and /readyz."""
+        return self.api_port + 5
+
+    @property
+    def keda_grpc_port(self) -> int:
+        """The KEDA operator's metrics service (gRPC over mutual TLS), which the adapter calls."""
+        return self.api_port + 6
+
+    @property
+    def keda_adapter_port(self) -> int:
+        """The external metrics API (HTTPS), on the aggregation address (devtools/cluster/netaddr.py)."""
+        return self.api_port + 7
+
+    @property
+    def keda_adapter_metrics_port(self) -> int:
+        """The adapter's own Prometheus metrics (its ``--port``)."""
+        return self.api_port + 8
+
+    @property
+    def keda_webhooks_port(self) -> int:
+        return self.api_port + 9
+
+    @property
+    def keda_webhooks_health_port(self) -> int:
+        return self.api_port + 10
+
     @property
     def server_url(self) -> str:
         return f"https://127.0.0.1:{self.api_port}"
