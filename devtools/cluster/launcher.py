@@ -15,7 +15,9 @@ behind it (the namespace controller cannot delete namespaces while an APIService
 from __future__ import annotations
 
 import pathlib
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -74,6 +76,15 @@ def metrics_running() -> bool:
     return all(daemons.pid(P, name) for name in METRICS_DAEMONS)
 
 
+def _note_ready(check: Callable[[], bool], t0: float, timeout: float, out: list[float]) -> None:
+    """Append the seconds from ``t0`` until ``check`` held (polled every 0.1 s), unless ``timeout`` passed."""
+    while time.monotonic() - t0 < timeout:
+        if check():
+            out.append(time.monotonic() - t0)
+            return
+        time.sleep(0.1)
+
+
 def _start_metrics(bin_dir: pathlib.Path, *, target: str | None) -> Metrics:
     pl = plane(bin_dir)
     if metrics_running() and prometheus.ready(pl) and keda.ready(pl):
@@ -83,12 +94,20 @@ def _start_metrics(bin_dir: pathlib.Path, *, target: str | None) -> Metrics:
     prometheus.build()  # both cached by version (python -m devtools.cluster build-metrics); built if missing
     keda.build()
     t0 = time.monotonic()
-    prometheus.start(pl, target=target)  # it comes up while KEDA's objects are applied
+    prometheus.start(pl, target=target)
+    # Prometheus comes up while KEDA's objects are applied; a thread notes when it answers /-/ready.
+    prom_ready: list[float] = []
+    watcher = threading.Thread(
+        target=_note_ready, args=(partial(prometheus.ready, pl), t0, 60, prom_ready), daemon=True
+    )
+    watcher.start()
     keda.start(pl)
-    daemons.wait("prometheus", partial(prometheus.ready, pl), 60, logs=P.logs)
-    prom_s = time.monotonic() - t0
     daemons.wait("KEDA (operator /readyz, APIService Available)", partial(keda.ready, pl), 120, logs=P.logs)
     keda_s = time.monotonic() - t0
+    watcher.join()
+    if not prom_ready:
+        raise RuntimeError(f"prometheus not ready after 60s; see {P.logs}")
+    prom_s = prom_ready[0]
     log(f"metrics ready: Prometheus {prom_s:.1f}s ({prometheus.address(pl)}), KEDA {keda_s:.1f}s")
     return Metrics(prometheus.address(pl), prom_s, keda_s, started=True)
 
