@@ -1,7 +1,9 @@
 """``python -m devtools.cluster up [--metrics]|down [--purge]|metrics-up|metrics-down|status|env|build-metrics``.
 
-``up --metrics`` (or ``INFERENCE_PLANE_METRICS=1``) also starts Prometheus and KEDA; ``metrics-up`` and
-``metrics-down`` start or stop only them on a running plane; ``down`` stops everything. ``build-metrics``
+``up --metrics`` (or ``INFERENCE_PLANE_METRICS=1``) also starts Prometheus and KEDA; ``metrics-up
+[HOST:PORT]`` and ``metrics-down`` start or stop only them on a running plane (``metrics-up`` prints
+Prometheus's URL; with HOST:PORT, the runtime stand-in's control address, Prometheus scrapes the orders'
+pods there, set by a reload when it runs already); ``down`` stops everything. ``build-metrics``
 builds Prometheus and KEDA into the cache and prints their bin directories (``build.sh`` does not build
 them; ``up --metrics`` builds what is missing)."""
 
@@ -32,7 +34,8 @@ def main(argv: list[str]) -> int:
         launcher.up(metrics=True if "--metrics" in argv else None)
         return 0
     if cmd == "metrics-up":
-        print(launcher.start_metrics().prometheus_url)
+        target = next((a for a in argv[1:] if not a.startswith("-")), None)
+        print(launcher.start_metrics(target=target).prometheus_url)
         return 0
     if cmd == "metrics-down":
         launcher.stop_metrics()
@@ -50,7 +53,8 @@ def main(argv: list[str]) -> int:
         print(f"export KUBECONFIG={config.P.kubeconfig}")
         return 0
     print(
-        "usage: python -m devtools.cluster up [--metrics]|down [--purge]|metrics-up|metrics-down|status|env|build-metrics",
+        "usage: python -m devtools.cluster "
+        "up [--metrics]|down [--purge]|metrics-up [HOST:PORT]|metrics-down|status|env|build-metrics",
         file=sys.stderr,
     )
     return 2

@@ -6,7 +6,10 @@ Two kinds, same four verbs:
   kube-scheduler, kwok), started by ``python -m devtools.cluster up`` in ``PLANE`` order from the
   binaries build.sh puts in the cache. A subclass gives its ``argv`` (and its ports and ``ready``);
   ``start`` and the process bookkeeping are shared (devtools/cluster/daemons.py).
-- an add-on (cert-manager, LeaderWorkerSet; later Prometheus, KEDA): built on demand into
+- the metrics daemons (Prometheus, KEDA's three processes): plane daemons too (pids and logs in the
+  plane's state, ports ``api_port`` +4..+10 below), built on demand and started only when asked
+  (devtools/cluster/launcher.py ``start_metrics``); their modules give ``start(plane)``/``ready(plane)``.
+- an add-on (cert-manager, LeaderWorkerSet): built on demand into
   ``<cache>/<name>-<version>/``, started onto a running plane by the demo or a test fixture with a
   ``Target`` (the plane's kubeconfig, a state directory, kubectl); ``start(target)`` returns a handle
   that ``ready(handle)`` checks. ``Addon`` is its Protocol; a module satisfies it.
