@@ -9,7 +9,8 @@ control address (``/_standin/metrics/<namespace>/<pod>``, what the runtime stand
 product), here a tiny HTTP server of this module whose value the test sets.
 
 Checked: Prometheus discovers the Deployment's pods (by the order label) and labels their samples with
-namespace, pod and order; KEDA creates the HPA ``keda-hpa-<name>``; the HPA reads the external metric
+namespace, pod and order; KEDA creates the HPA ``keda-hpa-<name>``; KEDA's admission webhook refuses a
+second ScaledObject on the same Deployment; the HPA reads the external metric
 through the aggregation layer; the replicas follow the metric up (3 for a value of 3 at threshold 1,
 AverageValue) and, with the ScaledObject's zero scale-down window, back down to the minimum. The HPA
 controller syncs every 5 s on this plane (devtools/cluster/tuning.py, default profile).
@@ -204,6 +205,13 @@ def test_scaled_object_drives_replicas_through_the_hpa(
         external = hpa["spec"]["metrics"][0]["external"]
         assert external["target"] == {"type": "AverageValue", "averageValue": "1"}
         mark("hpa created")
+
+        # KEDA's admission webhook (registered by url) refuses a second ScaledObject on the same workload.
+        second = scaled_object(namespace, autoscaling.prometheus_url)
+        second["metadata"]["name"] = f"{NAME}-again"
+        res = kubectl("apply", "--server-side", "--field-manager=test-keda", "-f", "-",
+                      input=yaml.safe_dump(second), check=False)  # fmt: skip
+        assert res.returncode != 0 and f"is already managed by the ScaledObject '{NAME}'" in res.stderr
 
         # The HPA controller reads the external metric through the aggregation layer (KEDA's adapter).
         def current(h: Obj | None) -> str | None:

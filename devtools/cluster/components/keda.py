@@ -38,7 +38,11 @@ module's own tree, so its go.mod replace directive (nexus-proto-annotations in v
   ``config/webhooks/validation_webhooks.yaml`` with a ``url:`` client config (as the plane's
   cert-manager and LWS webhooks are) and ``ca.crt`` as caBundle.
 
-All three run with the plane's admin kubeconfig (not KEDA's ServiceAccount and its config/rbac).
+All three run as KEDA's ServiceAccount ``keda/keda-operator`` under KEDA's shipped RBAC (``RBAC_FILES``
+of the module's ``config/``: the operator's ClusterRole and Role, the adapter's auth-delegator and
+extension-apiserver-authentication-reader bindings, the HPA controller's external-metrics reader), with a
+kubeconfig holding a TokenRequest token (devtools/cluster/identity.py, valid a year, made anew at each
+start), never the admin's.
 ``ready(plane)``: the operator's ``/readyz`` answers 200 and the APIService is Available. ``stop`` removes
 the APIService and the webhook configuration first: an APIService nobody serves makes the namespace
 controller fail every namespace deletion (discovery of its group fails), so it never outlives the adapter.
@@ -65,6 +69,7 @@ from devtools.cluster.components.kube import AGGREGATION_FLAGS
 from devtools.cluster.config import Paths, VersionError, cache_root, log, pinned_version
 from devtools.cluster.established import wait_established
 from devtools.cluster.gomod import GoModuleError, build_in_module, download_module
+from devtools.cluster.identity import service_account_kubeconfig
 from devtools.cluster.netaddr import aggregation_ip
 
 MODULE = "github.com/kedacore/keda/v2"
@@ -96,6 +101,17 @@ VERSION_ANNOTATION = "inference.local/keda-version"
 FIELD_MANAGER = "local-keda"
 # What the three processes read from their environment (upstream's Deployments set them).
 ENV = {"WATCH_NAMESPACE": "", "POD_NAMESPACE": NAMESPACE, "KEDA_CLUSTER_OBJECT_NAMESPACE": NAMESPACE}
+SERVICE_ACCOUNT = "keda-operator"  # upstream runs all three processes as this ServiceAccount
+# KEDA's shipped RBAC, applied as upstream's kustomizations list them (without their common labels).
+RBAC_FILES = (
+    "service_account/service_account.yaml",
+    "rbac/role.yaml",
+    "rbac/role_binding.yaml",
+    "rbac/aggregate_cluster_roles.yaml",
+    "metrics-server/role.yaml",
+    "metrics-server/role_binding.yaml",
+)
+TOKEN_HOURS = 24 * 365  # the daemons outlive the session that started them; a new token at each start
 # Marks that this plane registered the APIService: a plane brought up without KEDA removes it.
 MARKER = "keda-apiservice"
 
@@ -157,6 +173,15 @@ def crds_dir(*, pinned: str | None = None, env: Mapping[str, str] | None = None)
     return target
 
 
+def rbac_manifests(*, pinned: str | None = None) -> str:
+    """KEDA's ServiceAccount and RBAC (``RBAC_FILES`` of the module's ``config/``), one YAML stream."""
+    try:
+        src = download_module(MODULE, pinned or version()) / "config"
+    except GoModuleError as e:
+        raise KedaError(str(e)) from e
+    return "\n---\n".join((src / f).read_text() for f in RBAC_FILES)
+
+
 def webhook_manifest(*, pinned: str | None = None) -> str:
     """The module's ``config/webhooks/validation_webhooks.yaml``."""
     try:
@@ -209,10 +234,16 @@ def make_certs(paths: Paths, ip: str) -> pathlib.Path:
     return d
 
 
+def kubeconfig(paths: Paths) -> pathlib.Path:
+    """The kubeconfig of the ServiceAccount ``keda/keda-operator`` (a TokenRequest token), which all
+    three processes use, under KEDA's shipped RBAC."""
+    return paths.component_kubeconfig("keda")
+
+
 def operator_argv(plane: Plane) -> list[str]:
     return [
         str(bin_dir() / "keda"),
-        f"--kubeconfig={plane.paths.kubeconfig}",
+        f"--kubeconfig={kubeconfig(plane.paths)}",
         f"--health-probe-bind-address=127.0.0.1:{plane.keda_health_port}",
         "--enable-prometheus-metrics=false",
         f"--metrics-service-bind-address=127.0.0.1:{plane.keda_grpc_port}",
@@ -226,7 +257,7 @@ def operator_argv(plane: Plane) -> list[str]:
 
 
 def adapter_argv(plane: Plane, ip: str) -> list[str]:
-    kc, certs = plane.paths.kubeconfig, cert_dir(plane.paths)
+    kc, certs = kubeconfig(plane.paths), cert_dir(plane.paths)
     return [
         str(bin_dir() / "keda-adapter"),
         f"--kubeconfig={kc}",
@@ -249,7 +280,7 @@ def adapter_argv(plane: Plane, ip: str) -> list[str]:
 def webhooks_argv(plane: Plane) -> list[str]:
     return [
         str(bin_dir() / "keda-admission-webhooks"),
-        f"--kubeconfig={plane.paths.kubeconfig}",
+        f"--kubeconfig={kubeconfig(plane.paths)}",
         f"--cert-dir={cert_dir(plane.paths)}",
         f"--port={plane.keda_webhooks_port}",
         f"--health-probe-bind-address=127.0.0.1:{plane.keda_webhooks_health_port}",
@@ -340,6 +371,17 @@ def start(plane: Plane) -> None:
     kubectl("apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", "-",
             input=yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}))  # fmt: skip
     install_crds(kubectl)
+    kubectl("apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", "-f", "-",
+            input=rbac_manifests())  # fmt: skip
+    if not running(paths):  # a running KEDA keeps the token it started with
+        service_account_kubeconfig(
+            kubectl=plane.bin_dir / "kubectl",
+            admin_kubeconfig=paths.kubeconfig,
+            namespace=NAMESPACE,
+            name=SERVICE_ACCOUNT,
+            out=kubeconfig(paths),
+            hours=TOKEN_HOURS,
+        )
     certs = make_certs(paths, ip)
     ca_bundle = (certs / "ca.crt").read_bytes()
     daemons.start(paths, OPERATOR, operator_argv(plane), ports=(plane.keda_health_port, plane.keda_grpc_port),
