@@ -128,8 +128,10 @@ def stop_metrics(bin_dir: pathlib.Path | None = None) -> None:
 
 def _stop_metrics(bin_dir: pathlib.Path) -> None:
     pl = plane(bin_dir)
+    prom = threading.Thread(target=prometheus.stop, args=(pl,))  # beside KEDA's: each takes seconds
+    prom.start()
     keda.stop(pl)
-    prometheus.stop(pl)
+    prom.join()
 
 
 def up(*, metrics: bool | None = None) -> None:

@@ -58,6 +58,7 @@ import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -434,11 +435,12 @@ def unregister(kubectl: Kubectl, paths: Paths) -> None:
 
 
 def stop(plane: Plane) -> None:
-    """Unregister (while the API server runs), then stop the three daemons."""
+    """Unregister (while the API server runs), then stop the three daemons (at once: each takes 1-3 s
+    to exit on SIGTERM)."""
     if (plane.paths.root / MARKER).exists() and daemons.pid(plane.paths, "kube-apiserver") is not None:
         unregister(kubectl_of(plane), plane.paths)
-    for name in reversed(DAEMONS):
-        daemons.stop(plane.paths, name)
+    with ThreadPoolExecutor(max_workers=len(DAEMONS)) as pool:
+        list(pool.map(partial(daemons.stop, plane.paths), DAEMONS))
 
 
 def running(paths: Paths) -> bool:
