@@ -1,4 +1,4 @@
-"""``python -m devtools.cluster up [--metrics]|down [--purge]|metrics-up|metrics-down|status|env|build-metrics``.
+"""``python -m devtools.cluster up [--metrics]|down [--purge]|metrics-up [HOST:PORT]|metrics-down|status|env|build-metrics``.
 
 ``up --metrics`` (or ``INFERENCE_PLANE_METRICS=1``) also starts Prometheus and KEDA; ``metrics-up
 [HOST:PORT]`` and ``metrics-down`` start or stop only them on a running plane (``metrics-up`` prints

@@ -1,4 +1,4 @@
-"""Prometheus 3.x on the local plane: built pinned from its Go module and cached, not started yet.
+"""Prometheus 3.x on the local plane: built pinned from its Go module and cached, started on demand as a plane daemon.
 
 The version is pinned in devtools/cluster/versions.env (PROMETHEUS_VERSION) as the release, ``v3.16.0``.
 Prometheus publishes its 3.x releases on the Go module proxy as ``github.com/prometheus/prometheus``
