@@ -385,6 +385,10 @@ def start(plane: Plane) -> None:
         )
     certs = make_certs(paths, ip)
     ca_bundle = (certs / "ca.crt").read_bytes()
+    if daemons.pid(paths, ADAPTER) is None:
+        # A registration left by a plane that was killed may still say Available: start from none, so
+        # that ``ready`` sees the API server's verdict on this adapter.
+        kubectl("delete", "apiservice", APISERVICE, "--ignore-not-found", check=False)
     daemons.start(paths, OPERATOR, operator_argv(plane), ports=(plane.keda_health_port, plane.keda_grpc_port),
                   env=ENV)  # fmt: skip
     daemons.start(paths, ADAPTER, adapter_argv(plane, ip), ports=(plane.keda_adapter_metrics_port,), env=ENV)
