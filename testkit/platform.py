@@ -38,6 +38,7 @@ from devtools.product.controller import NAMESPACE, SETTINGS_CONFIGMAP, Controlle
 from devtools.wait import wait_for
 from standins.hub_mirror import RunningMirror, start_mirror
 from standins.runtime import RunningRuntime, start_runtime
+from testkit.autoscaling import Autoscaling, running_autoscaling
 from testkit.endpoint_pki import RealIssuer, apply_endpoint_pki, running_issuer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -71,6 +72,12 @@ class Platform:
     fetcher_metrics_port: int = 0
     cluster_objects: list[tuple[str, str]] = field(default_factory=list)
     plane_runner: procs.Background | None = None  # the real vLLM behind tiny-model orders, if started
+    autoscaling: Autoscaling | None = None  # Prometheus and KEDA, with ``autoscaling=True``
+
+    @property
+    def prometheus_url(self) -> str | None:
+        """Where Prometheus answers (``http://127.0.0.1:PORT``), with ``autoscaling=True``."""
+        return self.autoscaling.prometheus_url if self.autoscaling else None
 
     # -- objects ---------------------------------------------------------------------------
 
@@ -210,6 +217,7 @@ def running_platform(
     *,
     hostile_hub: bool = False,
     real_runtime: bool = False,
+    autoscaling: bool = False,
 ) -> Iterator[Platform]:
     """The product installed and running until the ``with`` block ends; logs under .cluster/e2e-logs.
 
@@ -219,7 +227,9 @@ def running_platform(
     hostile repositories of standins/hub_mirror/hostile.py. ``real_runtime``: the mirror also serves the
     tiny models (devtools/tiny_models, built first if missing), and the plane runner
     (``python -m devtools.podrunner``, devtools/podrunner/plane.py) runs their orders' pods on a real
-    vLLM behind the stand-in's address. The time cert-manager took to start and the PKI to be issued
+    vLLM behind the stand-in's address. ``autoscaling``: Prometheus and KEDA run on the plane
+    (testkit/autoscaling.py), Prometheus scraping each order's pod at the stand-in's control address;
+    ``Platform.prometheus_url`` says where to query it. The time cert-manager took to start and the PKI to be issued
     are written to ``timings.json`` in the log directory."""
     install_product(kubectl, field_manager="e2e")
     tmp = ROOT / ".cluster" / "e2e-logs" / time.strftime("%Y%m%d-%H%M%S")
@@ -245,6 +255,10 @@ def running_platform(
         stack.callback(mirror.stop)
         runtime = start_runtime(kubeconfig=str(cluster.kubeconfig), cache_seconds=0.5)
         stack.callback(runtime.stop)
+        scaling: Autoscaling | None = None
+        if autoscaling:
+            target = runtime.control_url.removeprefix("http://")
+            scaling = stack.enter_context(running_autoscaling(target=target))
         fetcher_port = procs.free_port()
         apply_settings(
             kubectl,
@@ -258,6 +272,7 @@ def running_platform(
         p = Platform(
             cluster, kubectl, api, mirror, runtime, controller, issuer, ca_file, pki.ca_key_pem, fetcher_port
         )
+        p.autoscaling = scaling
         if real_runtime:
             p.plane_runner = start_plane_runner(cluster, runtime, tmp / "podrunner")
             stack.callback(stop_plane_runner, p.plane_runner, tmp / "podrunner")

@@ -1,7 +1,11 @@
-"""``python -m devtools.cluster up|down|status|env|build-metrics``.
+"""``python -m devtools.cluster up [--metrics]|down [--purge]|metrics-up [HOST:PORT]|metrics-down|status|env|build-metrics``.
 
-``build-metrics`` builds Prometheus and KEDA into the cache (issue 22; nothing starts them yet) and prints
-their bin directories; ``build.sh`` and ``make up`` do not build them."""
+``up --metrics`` (or ``INFERENCE_PLANE_METRICS=1``) also starts Prometheus and KEDA; ``metrics-up
+[HOST:PORT]`` and ``metrics-down`` start or stop only them on a running plane (``metrics-up`` prints
+Prometheus's URL; with HOST:PORT, the runtime stand-in's control address, Prometheus scrapes the orders'
+pods there, set by a reload when it runs already); ``down`` stops everything. ``build-metrics``
+builds Prometheus and KEDA into the cache and prints their bin directories (``build.sh`` does not build
+them; ``up --metrics`` builds what is missing)."""
 
 from __future__ import annotations
 
@@ -27,7 +31,14 @@ def build_metrics() -> int:
 def main(argv: list[str]) -> int:
     cmd = argv[0] if argv else "status"
     if cmd == "up":
-        launcher.up()
+        launcher.up(metrics=True if "--metrics" in argv else None)
+        return 0
+    if cmd == "metrics-up":
+        target = next((a for a in argv[1:] if not a.startswith("-")), None)
+        print(launcher.start_metrics(target=target).prometheus_url)
+        return 0
+    if cmd == "metrics-down":
+        launcher.stop_metrics()
         return 0
     if cmd == "down":
         launcher.down()
@@ -41,7 +52,11 @@ def main(argv: list[str]) -> int:
     if cmd == "env":
         print(f"export KUBECONFIG={config.P.kubeconfig}")
         return 0
-    print("usage: python -m devtools.cluster up|down [--purge]|status|env|build-metrics", file=sys.stderr)
+    print(
+        "usage: python -m devtools.cluster "
+        "up [--metrics]|down [--purge]|metrics-up [HOST:PORT]|metrics-down|status|env|build-metrics",
+        file=sys.stderr,
+    )
     return 2
 
 

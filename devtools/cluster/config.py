@@ -4,6 +4,8 @@
 - the ports: etcd at ``INFERENCE_ETCD_PORT`` (peer port +10), kube-apiserver at ``INFERENCE_API_PORT``,
   then the controller-manager, the scheduler and kwok on the three ports above it;
 - ``PROFILE`` (``INFERENCE_PLANE_PROFILE``): devtools/cluster/tuning.py;
+- ``METRICS`` (``INFERENCE_PLANE_METRICS=1``): ``up`` starts Prometheus and KEDA too (``up --metrics``);
+  they take the ports ``INFERENCE_API_PORT`` +4..+10 (devtools/cluster/components/base.py ``Plane``);
 - the pinned versions (versions.env) and the cache of built binaries, keyed by version:
   ``$INFERENCE_CACHE``, else ``$XDG_CACHE_HOME/inference-control-plane`` or ``~/.cache/...``.
 """
@@ -27,6 +29,7 @@ KCM_PORT, SCHED_PORT, KWOK_PORT = API_PORT + 1, API_PORT + 2, API_PORT + 3
 SERVICE_CIDR = "10.96.0.0/16"
 # devtools/cluster/tuning.py: "scale" for a thousand KWOK nodes (bench.scale); "default" for the tests.
 PROFILE = os.environ.get("INFERENCE_PLANE_PROFILE", "default")
+METRICS = os.environ.get("INFERENCE_PLANE_METRICS", "").lower() not in ("", "0", "false", "no")
 
 
 class VersionError(RuntimeError):

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from devtools.cluster.config import Paths, log
 
@@ -60,8 +60,15 @@ def port_in_use(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def start(paths: Paths, name: str, argv: Sequence[str], *, ports: Sequence[int]) -> None:
-    """Start ``argv`` as the daemon ``name`` unless it runs already."""
+def start(
+    paths: Paths,
+    name: str,
+    argv: Sequence[str],
+    *,
+    ports: Sequence[int],
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Start ``argv`` as the daemon ``name`` unless it runs already (``env`` added to this environment)."""
     if pid(paths, name) is not None:
         return
     taken = [port for port in ports if port_in_use(port)]
@@ -81,6 +88,7 @@ def start(paths: Paths, name: str, argv: Sequence[str], *, ports: Sequence[int])
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             cwd=paths.root,
+            env={**os.environ, **env} if env else None,
         )
     _SPAWNED[name] = proc
     (paths.pids / name).write_text(str(proc.pid))

@@ -4,23 +4,33 @@ State lives in ``.cluster/`` (git-ignored, devtools/cluster/config.py): pki/, et
 kubeconfigs. ``up`` is idempotent: a healthy running plane is reused as it is, so a warm ``up`` takes
 about a second. The daemons are devtools/cluster/components (``PLANE``, in start order), their
 processes devtools/cluster/daemons.py, the fleet devtools/cluster/fleet_apply.py.
+
+The metrics add-ons, Prometheus and KEDA (devtools/cluster/components/prometheus.py and keda.py), are
+plane daemons too but start only when asked: ``up(metrics=True)`` (``python -m devtools.cluster up
+--metrics``, or ``INFERENCE_PLANE_METRICS=1``) or ``start_metrics`` on a running plane; ``down`` stops
+them first. A plane brought up without them drops a KEDA APIService left registered with no adapter
+behind it (the namespace controller cannot delete namespaces while an APIService is unavailable).
 """
 
 from __future__ import annotations
 
 import pathlib
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from devtools.cluster import daemons, fleet_apply
-from devtools.cluster.components import PLANE
+from devtools.cluster.components import PLANE, keda, prometheus
 from devtools.cluster.components.base import Plane, build_plane_binaries
 from devtools.cluster.components.kube import api_ready as _api_ready
-from devtools.cluster.config import API_PORT, ETCD_PORT, PROFILE, P, log, server_url
+from devtools.cluster.config import API_PORT, ETCD_PORT, METRICS, PROFILE, P, log, server_url
 from devtools.cluster.credentials import make_pki
 from devtools.cluster.tuning import tuning
 
 COMPONENTS = tuple(c.name for c in PLANE)
+METRICS_DAEMONS = (prometheus.PROCESS, *keda.DAEMONS)
 
 
 def build() -> pathlib.Path:
@@ -51,7 +61,83 @@ def apply_fleet(bin_dir: pathlib.Path) -> None:
     fleet_apply.apply_fleet(bin_dir, P)
 
 
-def up() -> None:
+@dataclass(frozen=True)
+class Metrics:
+    """Prometheus and KEDA on the plane: where to query Prometheus, and how long each took to be ready
+    (0 when it was running already)."""
+
+    prometheus_url: str
+    prometheus_seconds: float
+    keda_seconds: float
+    started: bool  # False: both were running already
+
+
+def metrics_running() -> bool:
+    return all(daemons.pid(P, name) for name in METRICS_DAEMONS)
+
+
+def _note_ready(check: Callable[[], bool], t0: float, timeout: float, out: list[float]) -> None:
+    """Append the seconds from ``t0`` until ``check`` held (polled every 0.1 s), unless ``timeout`` passed."""
+    while time.monotonic() - t0 < timeout:
+        if check():
+            out.append(time.monotonic() - t0)
+            return
+        time.sleep(0.1)
+
+
+def _start_metrics(bin_dir: pathlib.Path, *, target: str | None) -> Metrics:
+    pl = plane(bin_dir)
+    if metrics_running() and prometheus.ready(pl) and keda.ready(pl):
+        if target is not None:
+            prometheus.set_scrape_target(pl, target)
+        return Metrics(prometheus.address(pl), 0.0, 0.0, started=False)
+    prometheus.build()  # both cached by version (python -m devtools.cluster build-metrics); built if missing
+    keda.build()
+    t0 = time.monotonic()
+    prometheus.start(pl, target=target)
+    # Prometheus comes up while KEDA's objects are applied; a thread notes when it answers /-/ready.
+    prom_ready: list[float] = []
+    watcher = threading.Thread(
+        target=_note_ready, args=(partial(prometheus.ready, pl), t0, 60, prom_ready), daemon=True
+    )
+    watcher.start()
+    keda.start(pl)
+    daemons.wait("KEDA (operator /readyz, APIService Available)", partial(keda.ready, pl), 120, logs=P.logs)
+    keda_s = time.monotonic() - t0
+    watcher.join()
+    if not prom_ready:
+        raise RuntimeError(f"prometheus not ready after 60s; see {P.logs}")
+    prom_s = prom_ready[0]
+    log(f"metrics ready: Prometheus {prom_s:.1f}s ({prometheus.address(pl)}), KEDA {keda_s:.1f}s")
+    return Metrics(prometheus.address(pl), prom_s, keda_s, started=True)
+
+
+def start_metrics(*, target: str | None = None, bin_dir: pathlib.Path | None = None) -> Metrics:
+    """Prometheus and KEDA started on the running plane unless they run, and waited for; ``target``
+    (HOST:PORT, the runtime stand-in's control address) set as Prometheus's scrape address."""
+    bin_dir = bin_dir or build()
+    with daemons.locked(P):
+        return _start_metrics(bin_dir, target=target)
+
+
+def stop_metrics(bin_dir: pathlib.Path | None = None) -> None:
+    """KEDA unregistered and stopped, Prometheus stopped; the plane left running."""
+    with daemons.locked(P):
+        _stop_metrics(bin_dir or build())
+
+
+def _stop_metrics(bin_dir: pathlib.Path) -> None:
+    pl = plane(bin_dir)
+    prom = threading.Thread(target=prometheus.stop, args=(pl,))  # beside KEDA's: each takes seconds
+    prom.start()
+    keda.stop(pl)
+    prom.join()
+
+
+def up(*, metrics: bool | None = None) -> None:
+    """The plane (reused when it runs) and its fleet; with ``metrics`` (default ``INFERENCE_PLANE_METRICS``)
+    Prometheus and KEDA too."""
+    metrics = METRICS if metrics is None else metrics
     t0 = time.monotonic()
     bin_dir = build()
     with daemons.locked(P):
@@ -60,6 +146,10 @@ def up() -> None:
         else:
             start(bin_dir)
         apply_fleet(bin_dir)
+        if metrics:
+            _start_metrics(bin_dir, target=None)
+        elif keda.leftover(P):
+            keda.unregister(keda.kubectl_of(plane(bin_dir)), P)
     log(
         f"ready in {time.monotonic() - t0:.1f}s: export KUBECONFIG={P.kubeconfig}; kubectl at {bin_dir / 'kubectl'}"
     )
@@ -67,6 +157,8 @@ def up() -> None:
 
 def down() -> None:
     with daemons.locked(P):
+        if any(daemons.pid(P, name) for name in METRICS_DAEMONS) or keda.leftover(P):
+            _stop_metrics(build())
         for name in reversed(COMPONENTS):
             daemons.stop(P, name)
 
@@ -91,7 +183,7 @@ def restart_component(name: str, *, down_seconds: float = 0.0, bin_dir: pathlib.
 
 
 def status() -> int:
-    for name in COMPONENTS:
+    for name in (*COMPONENTS, *METRICS_DAEMONS):
         pid = daemons.pid(P, name)
         print(f"{name:26s} {'running pid ' + str(pid) if pid else 'stopped'}")
     print(f"{'apiserver /readyz':26s} {'ok' if api_ready() else 'not ready'}")

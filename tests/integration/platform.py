@@ -29,10 +29,15 @@ def platform(
     """Every module runs the real cert-manager with the shipped endpoint PKI (testkit/endpoint_pki.py).
     A module that sets ``PLATFORM_HOSTILE_HUB = True`` gets a Hub mirror that also serves the hostile
     repositories (standins/hub_mirror/hostile.py); one that sets ``PLATFORM_REAL_RUNTIME = True`` gets the
-    tiny models in the mirror and the plane runner, a real vLLM behind their orders."""
+    tiny models in the mirror and the plane runner, a real vLLM behind their orders; one that sets
+    ``PLATFORM_AUTOSCALING = True`` gets Prometheus and KEDA on the plane (testkit/autoscaling.py),
+    Prometheus at ``platform.prometheus_url``."""
     hostile = bool(getattr(request.module, "PLATFORM_HOSTILE_HUB", False))
     real = bool(getattr(request.module, "PLATFORM_REAL_RUNTIME", False))
-    with running_platform(cluster, kubectl, api, hostile_hub=hostile, real_runtime=real) as p:
+    scaling = bool(getattr(request.module, "PLATFORM_AUTOSCALING", False))
+    with running_platform(
+        cluster, kubectl, api, hostile_hub=hostile, real_runtime=real, autoscaling=scaling
+    ) as p:
         yield p
 
 

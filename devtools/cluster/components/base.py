@@ -6,7 +6,10 @@ Two kinds, same four verbs:
   kube-scheduler, kwok), started by ``python -m devtools.cluster up`` in ``PLANE`` order from the
   binaries build.sh puts in the cache. A subclass gives its ``argv`` (and its ports and ``ready``);
   ``start`` and the process bookkeeping are shared (devtools/cluster/daemons.py).
-- an add-on (cert-manager, LeaderWorkerSet; later Prometheus, KEDA): built on demand into
+- the metrics daemons (Prometheus, KEDA's three processes): plane daemons too (pids and logs in the
+  plane's state, ports ``api_port`` +4..+10 below), built on demand and started only when asked
+  (devtools/cluster/launcher.py ``start_metrics``); their modules give ``start(plane)``/``ready(plane)``.
+- an add-on (cert-manager, LeaderWorkerSet): built on demand into
   ``<cache>/<name>-<version>/``, started onto a running plane by the demo or a test fixture with a
   ``Target`` (the plane's kubeconfig, a state directory, kubectl); ``start(target)`` returns a handle
   that ``ready(handle)`` checks. ``Addon`` is its Protocol; a module satisfies it.
@@ -67,6 +70,39 @@ class Plane:
     @property
     def kwok_port(self) -> int:
         return self.api_port + 3
+
+    # The metrics add-ons (devtools/cluster/components/prometheus.py and keda.py) take the ports above.
+    @property
+    def prometheus_port(self) -> int:
+        return self.api_port + 4
+
+    @property
+    def keda_health_port(self) -> int:
+        """The KEDA operator's /healthz and /readyz."""
+        return self.api_port + 5
+
+    @property
+    def keda_grpc_port(self) -> int:
+        """The KEDA operator's metrics service (gRPC over mutual TLS), which the adapter calls."""
+        return self.api_port + 6
+
+    @property
+    def keda_adapter_port(self) -> int:
+        """The external metrics API (HTTPS), on the aggregation address (devtools/cluster/netaddr.py)."""
+        return self.api_port + 7
+
+    @property
+    def keda_adapter_metrics_port(self) -> int:
+        """The adapter's own Prometheus metrics (its ``--port``)."""
+        return self.api_port + 8
+
+    @property
+    def keda_webhooks_port(self) -> int:
+        return self.api_port + 9
+
+    @property
+    def keda_webhooks_health_port(self) -> int:
+        return self.api_port + 10
 
     @property
     def server_url(self) -> str:

@@ -15,6 +15,13 @@ from dataclasses import dataclass
 
 from devtools.cluster.components.base import Daemon, Plane
 from devtools.cluster.config import SERVICE_CIDR, Paths
+from devtools.cluster.credentials import FRONT_PROXY_CA, FRONT_PROXY_CLIENT
+
+# The flags that make kube-apiserver an aggregator: it proxies an APIService's group (KEDA's
+# external.metrics.k8s.io) to the extension server with the front-proxy client certificate and the
+# caller's identity in X-Remote-* headers, and (aggregator routing) dials the Service's EndpointSlice
+# address rather than its ClusterIP, which nothing routes here.
+AGGREGATION_FLAGS = ("--proxy-client-cert-file", "--enable-aggregator-routing=true")
 
 
 def admin_ssl(paths: Paths) -> ssl.SSLContext:
@@ -57,12 +64,28 @@ class ApiServer(Daemon):
             "--allow-privileged=true",
             "--enable-admission-plugins=NodeRestriction",
             "--endpoint-reconciler-type=none",
+            *aggregation_flags(plane),
             "--profiling=false",
             "--v=1",
         ]
 
     def ready(self, plane: Plane) -> bool:
         return api_ready(plane.paths, plane.server_url)
+
+
+def aggregation_flags(plane: Plane) -> list[str]:
+    """The aggregation layer (front proxy) of kube-apiserver, as kubeadm sets it."""
+    pk = plane.paths.pki
+    return [
+        f"--requestheader-client-ca-file={pk / (FRONT_PROXY_CA + '.crt')}",
+        f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={pk / (FRONT_PROXY_CLIENT + '.crt')}",
+        f"--proxy-client-key-file={pk / (FRONT_PROXY_CLIENT + '.key')}",
+        "--enable-aggregator-routing=true",
+    ]
 
 
 def _client_flags(plane: Plane, name: str, port: int) -> list[str]:
