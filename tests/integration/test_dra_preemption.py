@@ -26,7 +26,10 @@ pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go):
   controller of kube-controller-manager deletes its generated claim, which frees the device
   (``test_a_pod_holding_a_device_is_preempted_for_cpu_and_its_claim_released``);
 - a deleted low pod (what a controller-driven preemption would do) frees the device within a
-  second, and the pending high pod is scheduled onto it (end of the first test).
+  second, and the pending high pod is scheduled onto it (end of the first test);
+- a preempted replica of a Deployment: the Deployment counts 0 available about 70 ms after the
+  pod's DisruptionTarget, and the ReplicaSet's new pod (with a new claim) waits, refused
+  (``test_a_preempted_deployment_replica_is_counted_unavailable_and_its_new_pod_waits``).
 
 So the controller must not count devices held by lower-priority orders as available
 (controller/planner/preemption.py keeps them held; docs/admin-guide.md, "Priority and preemption").
@@ -82,7 +85,7 @@ class Timeline:
         self._lock = threading.Lock()
         self.informers = [
             Informer(api, resource_for(v, k), namespace=namespace, handler=self._handler(k), min_backoff=0.1)
-            for v, k in (("v1", "Pod"), ("resource.k8s.io/v1", "ResourceClaim"))
+            for v, k in (("v1", "Pod"), ("resource.k8s.io/v1", "ResourceClaim"), ("apps/v1", "Deployment"))
         ]
 
     def now(self) -> float:
@@ -94,7 +97,7 @@ class Timeline:
 
     def _handler(self, kind: str) -> Callable[[str, Obj, Obj | None], None]:
         def handle(event: str, obj: Obj, old: Obj | None) -> None:
-            summary = pod_summary(obj) if kind == "Pod" else claim_summary(obj)
+            summary = SUMMARIES[kind](obj)
             with self._lock:
                 self.seen.append(Seen(self.now(), kind, obj["metadata"]["name"], event, summary))
 
@@ -158,6 +161,18 @@ def reserved_for(claim: Obj) -> list[str]:
 def claim_summary(claim: Obj) -> str:
     deleting = " deleting" if claim["metadata"].get("deletionTimestamp") else ""
     return f"allocation={allocated_devices(claim)} reservedFor={reserved_for(claim)}{deleting}"
+
+
+def deployment_summary(d: Obj) -> str:
+    st = d.get("status") or {}
+    return f"replicas={st.get('replicas', 0)} available={st.get('availableReplicas', 0)}"
+
+
+SUMMARIES: dict[str, Callable[[Obj], str]] = {
+    "Pod": pod_summary,
+    "ResourceClaim": claim_summary,
+    "Deployment": deployment_summary,
+}
 
 
 # ------------------------------------------------------------------ the world of one case
@@ -401,3 +416,77 @@ def test_a_pod_holding_a_device_is_preempted_for_cpu_and_its_claim_released(
         assert marked is not None, timeline.text()
         preempted = [e for e in objs.events("low") if e.get("reason") == "Preempted"]
         assert preempted and "Preempted by pod" in preempted[0]["message"], preempted
+
+
+def low_deployment(world: World, *, cpu: str) -> Obj:
+    """The low order's workload as the controller renders it, in brief: a Deployment of one replica
+    whose pod has the low PriorityClass and a claim from the order's template."""
+    template = pod("low", world, world.low_class, cpu=cpu)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "low", "namespace": world.namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "low"}},
+            "template": {"metadata": {"labels": {"app": "low"}}, "spec": template["spec"]},
+        },
+    }
+
+
+def test_a_preempted_deployment_replica_is_counted_unavailable_and_its_new_pod_waits(
+    api: k8s.ApiClient, kubectl: Kubectl, namespace: str, wait_for: WaitFor
+) -> None:
+    """What a preempted order's workload goes through (the status is tests/unit/controller/
+    test_preempted_status.py's): its pod marked DisruptionTarget and deleted, its claim deleted,
+    the Deployment at 0 available, and the ReplicaSet's new pod refused (here for cpu, the
+    preemptor's; its new claim waits unallocated). The high pod takes the cpu, not the GPU."""
+    objs = Objects(kubectl, namespace)
+    with one_gpu_world(kubectl, namespace) as world, Timeline(api, namespace) as timeline:
+        objs.apply(claim_template("low", namespace), low_deployment(world, cpu="40"))
+
+        def deployment() -> Obj:
+            out = kubectl("get", "deployment", "low", "-n", namespace, "-o", "json")
+            return dict(json.loads(out.stdout))
+
+        wait_for(
+            deployment,
+            lambda d: d["status"].get("availableReplicas") == 1,
+            timeout=60,
+            message="low available",
+        )
+        first = {n for n, c in objs.claims().items() if allocated_devices(c) == ["gpu-0"]}
+        assert len(first) == 1, objs.claims()
+        timeline.mark("high pod created")
+        objs.apply(pod("high", world, world.high_class, gpu=False, cpu="40"))
+        wait_for(lambda: objs.pod("high"), running_on(world.node), timeout=60, message="the high pod Running")
+        wait_for(
+            deployment,
+            lambda d: not d["status"].get("availableReplicas"),
+            timeout=30,
+            message="the Deployment counting 0 available",
+        )
+
+        def replacement() -> list[Obj]:
+            out = kubectl("get", "pods", "-n", namespace, "-l", "app=low", "-o", "json")
+            return [p for p in json.loads(out.stdout)["items"] if not p["metadata"].get("deletionTimestamp")]
+
+        new = wait_for(
+            replacement,
+            lambda ps: len(ps) == 1 and refused(ps[0]),
+            timeout=30,
+            message="the new low pod refused",
+        )[0]
+        message = _conditions(new)["PodScheduled"]["message"]
+        assert "1 Insufficient cpu" in message, message
+        claims = objs.claims()
+        assert not first & set(claims), "the preempted pod's claim is deleted"
+        assert all(allocated_devices(c) == [] for c in claims.values()), "the GPU is free, no one holds it"
+
+        marked = timeline.first(
+            "Pod", "low-", lambda s: "DisruptionTarget=True/PreemptionByScheduler" in s.summary
+        )
+        assert marked is not None, timeline.text()
+        after = marked.at
+        zero = timeline.first("Deployment", "low", lambda s: s.at >= after and "available=0" in s.summary)
+        assert zero is not None and zero.at - after < 5.0, timeline.text()
