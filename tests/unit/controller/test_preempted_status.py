@@ -95,7 +95,7 @@ def test_the_only_replica_preempted_and_its_new_pod_refused_is_unschedulable() -
     assert c[r.READY] == ("False", r.UNSCHEDULABLE)
     message = intents.verdicts[r.WORKLOAD_READY].message
     assert "support-llm-6f7d9-fghij" in message and "cannot allocate all claims" in message
-    assert VICTIM not in message, "a terminating pod is not the one waiting"
+    assert not message.startswith(f"Pod {VICTIM}"), "a terminating pod is not the one waiting"
     assert st.phase != "Ready"
 
 
