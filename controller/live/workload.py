@@ -51,6 +51,8 @@ CLAIM_UNALLOCATABLE = "cannot allocate all claims"
 OTHER_NEEDS = ("insufficient ", "too many pods", "free ports", "volume", "pvc", "storage")
 PREEMPTION = ". preemption:"  # the scheduler appends what preemption found; not a filter's reason
 GROUP_KIND = "LeaderWorkerSet"  # the workload of a multi-node plan (controller.live.group_status)
+DISRUPTION_TARGET = "DisruptionTarget"  # the pod condition the scheduler sets on a pod it preempts
+PREEMPTED = "PreemptionByScheduler"  # ... with this reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,36 @@ def _available(deployment: Obj) -> int:
     return int(deployment.get("status", {}).get("availableReplicas") or 0)
 
 
+def _leaving(pod: Obj) -> bool:
+    """A pod on its way out: being deleted, or marked for disruption (``DisruptionTarget``: the
+    scheduler preempting it, an eviction)."""
+    if pod.get("metadata", {}).get("deletionTimestamp"):
+        return True
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(c.get("type") == DISRUPTION_TARGET and c.get("status") == "True" for c in conditions)
+
+
+def preempted_pods(pods: Sequence[Obj]) -> list[str]:
+    """The pods the scheduler is preempting (``DisruptionTarget=True/PreemptionByScheduler``)."""
+    out = []
+    for pod in pods:
+        for c in pod.get("status", {}).get("conditions") or []:
+            if (
+                c.get("type") == DISRUPTION_TARGET
+                and c.get("status") == "True"
+                and c.get("reason") == PREEMPTED
+            ):
+                out.append(str(pod["metadata"]["name"]))
+    return sorted(out)
+
+
+def _count_behind(pods: Sequence[Obj]) -> bool:
+    """The Deployment's available count is behind its pods: every pod of the order the caches hold
+    is on its way out (preempted, evicted, deleted) and the Deployment controller has not counted
+    it yet. No pod seen: the count is taken as it is."""
+    return bool(pods) and all(_leaving(p) for p in pods)
+
+
 def _rolled_out(deployment: Obj) -> bool:
     status = deployment.get("status", {})
     return (
@@ -135,15 +167,19 @@ def workload_verdict(deployment: Obj | None, pods: Sequence[Obj]) -> Verdict:
             return false(r.UNSCHEDULABLE, f"Pod {stuck[0].pod} cannot be scheduled: {stuck[0].message}")
         return v
     failure = _failure(deployment)
-    if _available(deployment) >= 1 and _rolled_out(deployment):
+    if _available(deployment) >= 1 and _rolled_out(deployment) and not _count_behind(pods):
         n = _available(deployment)
         return true(r.AVAILABLE, f"{n} replica(s) available." + (f" {failure}" if failure else ""))
     if failure is not None:
         return false(r.WORKLOAD_FAILED, failure)
+    preempted = preempted_pods(pods)
+    note = (
+        f" Pod {preempted[0]} was preempted by the scheduler for a higher-priority pod." if preempted else ""
+    )
     stuck = unschedulable_pods(pods)
     if stuck:
-        return false(r.UNSCHEDULABLE, f"Pod {stuck[0].pod} cannot be scheduled: {stuck[0].message}")
-    return false(r.PROGRESSING, "Waiting for a replica to become available.")
+        return false(r.UNSCHEDULABLE, f"Pod {stuck[0].pod} cannot be scheduled: {stuck[0].message}{note}")
+    return false(r.PROGRESSING, f"Waiting for a replica to become available.{note}")
 
 
 def uses_claim_template(pod: Obj, template: str) -> bool:

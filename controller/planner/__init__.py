@@ -7,7 +7,8 @@ free: classes, allocations), ``placement`` (candidates, smallest fit), ``recipes
 ``slices`` (reading DeviceClasses and ResourceSlices), ``ledger`` (the capacity ledger, with
 ``uses`` and ``roster``), ``groups``/``fleet``/``search`` (the devices grouped per device class
 and class selector, and the smallest-fit search over the groups), ``launch`` (what a plan holds)
-and ``plan`` (the entry point).
+and ``plan`` (the entry point); ``preemption`` (what lower-priority orders hold that an order could
+take; not wired, the scheduler does not preempt for DRA devices).
 """
 
 from controller.planner.inventory import Device, Inventory
