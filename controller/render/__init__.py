@@ -30,7 +30,15 @@ from controller.render.claim import (
     sharing_config,
 )
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, owner_reference
-from controller.render.exposure import Endpoint, endpoint_for, probe_url, replica_bounds, requires_token
+from controller.render.exposure import (
+    Endpoint,
+    ScalingPolicy,
+    endpoint_for,
+    probe_url,
+    replica_bounds,
+    requires_token,
+    scaling_policy,
+)
 from controller.render.fetch import FetchSpec, fetch_spec
 from controller.render.group import (
     claim_templates,
@@ -51,6 +59,7 @@ __all__ = [
     "FetchSpec",
     "Obj",
     "PlanView",
+    "ScalingPolicy",
     "auth_secret",
     "autoscaler",
     "certificate",
@@ -74,6 +83,7 @@ __all__ = [
     "replica_bounds",
     "requires_token",
     "resource_claim_template",
+    "scaling_policy",
     "service",
     "sharing_config",
     "worker_claim_template_name",

@@ -75,6 +75,25 @@ def test_class_not_ready_when_a_named_recipe_does_not_exist() -> None:
     assert st.phase == "Pending"
 
 
+def test_the_status_constraints_show_the_effective_scaling_policy() -> None:
+    """status.constraints: the class's bounds and the signal its autoscaler follows, defaults filled in."""
+    _, st = decide_and_build(snap(), Planning())
+    assert st.constraints is not None
+    assert (st.constraints.metric, st.constraints.target) == ("QueueDepth", 2)
+    s = snap(klass=klass(spec={"scaling": {"metric": "KVCacheUtilization", "target": 70}}))
+    _, st = decide_and_build(s, Planning())
+    assert st.constraints is not None
+    assert (st.constraints.min_replicas, st.constraints.max_replicas) == (1, 4)
+    assert (st.constraints.metric, st.constraints.target) == ("KVCacheUtilization", 70)
+    assert st.constraints.to_wire() == {
+        "minReplicas": 1,
+        "maxReplicas": 4,
+        "priorityClassName": "inference-default",
+        "metric": "KVCacheUtilization",
+        "target": 70,
+    }
+
+
 # ------------------------------------------------------------------ ModelResolved
 
 MODEL_REASONS = [

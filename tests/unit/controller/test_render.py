@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import pytest
+
 from controller import render
 from controller.config.settings import Settings
 from shared import names, runtime_images
@@ -115,6 +117,34 @@ def test_the_claim_template_requests_the_planned_devices_and_changes_name_with_t
     exactly = two["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly["count"] == 2 and exactly["capacity"] == {"requests": {"memory": "12Gi"}}
     assert one["metadata"]["name"] != two["metadata"]["name"]
+
+
+@pytest.mark.parametrize(
+    ("scaling", "policy"),
+    [
+        pytest.param(None, ("QueueDepth", 2, 300), id="no scaling block: queue depth 2, 300 s"),
+        pytest.param({"minReplicas": 2}, ("QueueDepth", 2, 300), id="bounds only"),
+        pytest.param({"metric": "KVCacheUtilization"}, ("KVCacheUtilization", 80, 300), id="KV default 80"),
+        pytest.param({"metric": "RunningRequests"}, ("RunningRequests", 8, 300), id="running default 8"),
+        pytest.param({"metric": "QueueDepth"}, ("QueueDepth", 2, 300), id="queue depth default 2"),
+        pytest.param(
+            {"metric": "RunningRequests", "target": 3, "scaleDownStabilizationSeconds": 60},
+            ("RunningRequests", 3, 60),
+            id="explicit values win",
+        ),
+        pytest.param({"scaleDownStabilizationSeconds": 0}, ("QueueDepth", 2, 0), id="a window of 0 is kept"),
+        pytest.param({"target": 150}, ("QueueDepth", 150, 300), id="queue depth is not capped at 100"),
+        pytest.param(
+            {"metric": "KVCacheUtilization", "target": 150}, ("KVCacheUtilization", 100, 300), id="KV capped"
+        ),
+    ],
+)
+def test_the_scaling_policy_fills_in_the_defaults(
+    scaling: dict[str, Any] | None, policy: tuple[str, int, int]
+) -> None:
+    spec = make_class(spec={"scaling": scaling}).spec
+    got = render.scaling_policy(spec)
+    assert (got.metric, got.target, got.scale_down_stabilization_seconds) == policy
 
 
 def test_the_hpa_keeps_the_class_bounds() -> None:
