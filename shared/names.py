@@ -16,8 +16,15 @@ CLAIM_NAME = "gpu"  # the pod-level name of the ResourceClaimTemplate reference
 
 
 def workload(order: str) -> str:
-    """Deployment, Service, HPA, Ingress and ResourceClaimTemplate share the order's name."""
+    """Deployment, Service, ScaledObject, Ingress and ResourceClaimTemplate share the order's name."""
     return order
+
+
+def keda_hpa(order: str) -> str:
+    """The HorizontalPodAutoscaler KEDA makes for the order's ScaledObject (named ``<order>``) when the
+    ScaledObject sets no ``advanced.horizontalPodAutoscalerConfig.name``: ``keda-hpa-<order>``
+    (KEDA's controllers/keda/hpa.go). It carries the ScaledObject's labels, so the order's label too."""
+    return f"keda-hpa-{order}"
 
 
 def auth_secret(order: str) -> str:

@@ -17,6 +17,7 @@ from controller.config.cert_lifetime import lifetime_problem
 from shared.api.scheduling import Toleration
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+DEFAULT_PROMETHEUS_SERVER_ADDRESS = "http://prometheus.d8-monitoring.svc:9090"
 ACCESS_MODES = ("ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany")
 
 
@@ -70,6 +71,9 @@ class Settings(BaseModel):
     # Off by default: an order's model revision is the commit sha fixed at first resolution. On, a
     # new commit of the order's branch rolls out as a replan (replanCount + 1, an Event).
     follow_model_revisions: bool = False
+    # The Prometheus every order's KEDA ScaledObject asks for the runtime's load (its
+    # ``serverAddress``): it must scrape the runtimes' /metrics (docs/admin-guide.md, "Autoscaling").
+    prometheus_server_address: str = DEFAULT_PROMETHEUS_SERVER_ADDRESS
 
 
 _KEYS: dict[str, str] = {
@@ -98,6 +102,7 @@ _KEYS: dict[str, str] = {
     "scaleUpGraceSeconds": "scale_up_grace_seconds",
     "resyncSeconds": "resync_seconds",
     "followModelRevisions": "follow_model_revisions",
+    "prometheusServerAddress": "prometheus_server_address",
 }
 
 _BOOL = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
@@ -143,6 +148,11 @@ def parse_settings(data: Mapping[str, str] | None, env: Mapping[str, str]) -> Se
         raise SettingsError(
             f"module setting `modelVolumeAccessMode`: must be one of {', '.join(ACCESS_MODES)}, "
             f"not {settings.model_volume_access_mode!r}"
+        )
+    if not settings.prometheus_server_address.startswith(("http://", "https://")):
+        raise SettingsError(
+            "module setting `prometheusServerAddress`: must be an http:// or https:// URL, "
+            f"not {settings.prometheus_server_address!r}"
         )
     if settings.probe_failure_threshold < 1:
         raise SettingsError("module setting `probeFailureThreshold`: must be at least 1")

@@ -43,6 +43,7 @@ def test_the_defaults() -> None:
         ({"gpuNodeTolerations": "[{"}, "`gpuNodeTolerations`: '[{' is not valid JSON"),
         ({"gpuNodeTolerations": '[{"effect": "Sometimes"}]'}, "`gpuNodeTolerations`:"),
         ({"gpuNodeSelector": "[1, 2]"}, "`gpuNodeSelector`: Input should be a valid dictionary"),
+        ({"prometheusServerAddress": "prometheus:9090"}, "`prometheusServerAddress`: must be an http"),
     ],
 )
 def test_a_bad_value_names_its_key(data: dict[str, str], message: str) -> None:
@@ -50,3 +51,12 @@ def test_a_bad_value_names_its_key(data: dict[str, str], message: str) -> None:
         SettingsError, match="module setting " + message.replace("[", r"\[").replace("{", r"\{")
     ):
         parse_settings(data, {})
+
+
+def test_the_prometheus_keda_asks_defaults_to_the_monitoring_one_and_is_a_setting() -> None:
+    assert Settings().prometheus_server_address == "http://prometheus.d8-monitoring.svc:9090"
+    assert parse_settings({}, {}).prometheus_server_address == "http://prometheus.d8-monitoring.svc:9090"
+    got = parse_settings({"prometheusServerAddress": " https://prom.example:9443 "}, {})
+    assert got.prometheus_server_address == "https://prom.example:9443"
+    shipped = yaml.safe_load((ROOT / "deploy/base/platform/settings.yaml").read_text())["data"]
+    assert parse_settings(shipped, {}).prometheus_server_address == "http://prometheus.d8-monitoring.svc:9090"
