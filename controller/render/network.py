@@ -81,10 +81,15 @@ def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec, setting
     that grows the Deployment ``<order>`` within the class's bounds on the runtime's own signal, read
     from Prometheus at the module setting ``prometheusServerAddress``; CPU is never the signal.
 
-    Only a single-node plan has one: a multi-node plan's LeaderWorkerSet runs the class's
-    ``minReplicas`` groups and has no autoscaler, as it had none under the CPU HPA (a group spans
-    whole nodes, and the capacity ledger and ScalingHealthy read a Deployment). ``horizontalPodAutoscalerConfig.name``
-    is left unset so that KEDA's name and label copying apply."""
+    Only a single-node plan has one. A multi-node plan's LeaderWorkerSet runs the class's
+    ``minReplicas`` groups and has no autoscaler, as it had none under the CPU HPA, although LWS has a
+    scale subresource: the set's ``replicas`` is rendered (an HPA would fight it), and each group's
+    NetworkPolicy fencing Ray's ports is rendered for those ``minReplicas`` groups only
+    (``controller.render.group.group_network_policies``), so a group the HPA added would run with
+    Ray unfenced. Growing groups needs both changed first.
+
+    ``horizontalPodAutoscalerConfig.name`` is left unset so that KEDA names the HPA and copies the
+    ScaledObject's labels onto it."""
     name, ns = order.metadata.name, order.metadata.namespace or "default"
     lo, hi, _ = replica_bounds(spec)
     policy = scaling_policy(spec)
