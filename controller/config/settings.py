@@ -20,7 +20,7 @@ from shared.api.scheduling import Toleration
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 DEFAULT_PROMETHEUS_SERVER_ADDRESS = "http://prometheus.d8-monitoring.svc:9090"
-_SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")  # fullmatch
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 ACCESS_MODES = ("ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany")
 
@@ -164,7 +164,7 @@ def parse_settings(data: Mapping[str, str] | None, env: Mapping[str, str]) -> Se
         )
     digest = settings.metrics_scrape_token_sha256
     if digest:
-        if not _SHA256_HEX.match(digest):
+        if not _SHA256_HEX.fullmatch(digest):
             raise SettingsError(
                 "module setting `metricsScrapeTokenSHA256`: must be the 64 hex digits of a SHA-256 "
                 '(`printf %s "$TOKEN" | sha256sum`), not the token itself or anything else'

@@ -50,7 +50,7 @@ _QUERIES: dict[str, tuple[str, str]] = {
     "RunningRequests": ("sum(vllm:num_requests_running{{{sel}}})", "AverageValue"),
     "KVCacheUtilization": ("100 * avg(vllm:kv_cache_usage_perc{{{sel}}})", "Value"),
 }
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # whole string (fullmatch: no "\n" after $)
 
 
 def prometheus_query(metric: str, namespace: str, name: str) -> tuple[str, str]:
@@ -70,7 +70,7 @@ def prometheus_query(metric: str, namespace: str, name: str) -> tuple[str, str]:
     is refused here, so no quote or backslash can reach the label matchers and no escaping is needed.
     """
     for what, value in (("namespace", namespace), ("order name", name)):
-        if not _DNS_LABEL.match(value):
+        if not _DNS_LABEL.fullmatch(value):
             raise ValueError(f"the {what} {value!r} is not a DNS label")
     template, metric_type = _QUERIES[metric]
     return template.format(sel=f'namespace="{namespace}",order="{name}"'), metric_type

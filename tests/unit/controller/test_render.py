@@ -250,6 +250,8 @@ def test_the_scaled_object_follows_the_class_metric_target_and_window(
         ("ns", "-web"),
         ("ns", "web-"),
         ("ns", "a" * 64),
+        ("ns", "web\n"),
+        ("ns\n", "web"),
     ],
 )
 def test_the_query_refuses_a_namespace_or_name_that_is_not_a_dns_label(namespace: str, name: str) -> None:
