@@ -85,7 +85,10 @@ def decide(s: Snapshot, p: Planning) -> Intents:
         return d.done()
     cspec = s.klass.spec
     lo, hi, prio = render.replica_bounds(cspec)
-    d.fields["constraints"] = Constraints(min_replicas=lo, max_replicas=hi, priority_class_name=prio)
+    policy = render.scaling_policy(cspec)
+    d.fields["constraints"] = Constraints(
+        min_replicas=lo, max_replicas=hi, priority_class_name=prio, metric=policy.metric, target=policy.target
+    )
 
     m = s.model
     assert m is not None

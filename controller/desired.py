@@ -33,6 +33,7 @@ from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
 
 APPLIED_HASH = "ai.deckhouse.io/applied-hash"
+LEGACY_AUTOSCALER = "HorizontalPodAutoscaler"  # rendered before KEDA; only pruned now
 RENDERED_ENTRIES = 4096  # orders whose workload is remembered
 CLEAN_ENTRIES = 32768  # live object versions remembered as not drifted
 
@@ -105,6 +106,11 @@ def wanted(
         if kind not in pruned or (kind, meta["name"]) in wanted_names or not owned_by(live, s):
             continue
         delete.append(Delete(pruned[kind], kind, meta["name"]))
+    if any(d.kind == LEGACY_AUTOSCALER for d in delete):
+        # KEDA's admission webhook refuses a ScaledObject whose Deployment another HPA already
+        # scales: the HPA the controller applied before KEDA goes in this pass, the ScaledObject
+        # in the next (its deletion reconciles the order).
+        apply = [o for o in apply if o["kind"] != "ScaledObject"]
     objects = tuple((v, k, n) for v, (k, n, _) in zip(rendered.versions, summary, strict=True))
     return Wanted(tuple(apply), tuple(events), tuple(delete), objects)
 

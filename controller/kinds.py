@@ -30,6 +30,7 @@ class Cache(enum.StrEnum):
     PVCS = "pvcs"
     PODS = "pods"
     HPAS = "hpas"
+    SCALED_OBJECTS = "scaledobjects"
     INGRESSES = "ingresses"
     NETWORK_POLICIES = "networkpolicies"
     CERTIFICATES = "certificates"
@@ -79,7 +80,7 @@ KINDS: tuple[WatchedKind, ...] = (
     # Only the Secrets the controller creates or adopts carry the order label: the user's Hub token
     # Secret is read by name when a model is resolved, never cached.
     WatchedKind(Cache.SECRETS, "v1", "Secret", Fanout.OWNER_LABEL, _ORDER, owned=True, transform=slim.secret),
-    # A plan is either single-node (a Deployment with its HPA) or multi-node (a LeaderWorkerSet):
+    # A plan is either single-node (a Deployment with its ScaledObject) or multi-node (a LeaderWorkerSet):
     # moving between them prunes the kind the new plan no longer wants.
     WatchedKind(
         Cache.DEPLOYMENTS, "apps/v1", "Deployment", Fanout.OWNER_LABEL, _ORDER, owned=True, pruned=True
@@ -99,6 +100,9 @@ KINDS: tuple[WatchedKind, ...] = (
         Cache.PVCS, "v1", "PersistentVolumeClaim", Fanout.OWNER_LABEL, _ORDER, owned=True, pruned=True
     ),
     WatchedKind(Cache.PODS, "v1", "Pod", Fanout.OWNER_LABEL, _ORDER, transform=slim.pod),
+    # Read only: KEDA's HPA ``keda-hpa-<order>`` (it copies the ScaledObject's labels) says how many
+    # replicas the autoscaler wants (ScalingHealthy). The controller renders no HPA any more: one
+    # it applied before KEDA (``<order>``, owned by the order) is unwanted, so pruned once.
     WatchedKind(
         Cache.HPAS,
         "autoscaling/v2",
@@ -107,6 +111,17 @@ KINDS: tuple[WatchedKind, ...] = (
         _ORDER,
         owned=True,
         pruned=True,
+    ),
+    # The order's KEDA ScaledObject (single-node plans); optional: KEDA may be missing.
+    WatchedKind(
+        Cache.SCALED_OBJECTS,
+        "keda.sh/v1alpha1",
+        "ScaledObject",
+        Fanout.OWNER_LABEL,
+        _ORDER,
+        owned=True,
+        pruned=True,
+        optional=True,
     ),
     WatchedKind(
         Cache.INGRESSES,

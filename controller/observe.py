@@ -103,7 +103,7 @@ class Observer:
             model=model,
             plan_in_force=in_force,
             deployment=deployment,
-            hpa=self.store.get(Cache.HPAS, ns, name),
+            hpa=self.store.get(Cache.HPAS, ns, names.keda_hpa(name)),
             pods=pods,
             owned=owned,
             has_token=auth.token is not None,

@@ -63,7 +63,7 @@ class Snapshot:
     model: ModelObservation | None  # None when the class did not resolve
     plan_in_force: LaunchPlan | None
     deployment: Obj | None
-    hpa: Obj | None
+    hpa: Obj | None  # KEDA's HPA of the order's ScaledObject, ``keda-hpa-<order>`` (names.keda_hpa)
     pods: tuple[Obj, ...]
     owned: tuple[Obj, ...]  # every live object labelled with the order, of every owned kind
     has_token: bool

@@ -16,8 +16,15 @@ CLAIM_NAME = "gpu"  # the pod-level name of the ResourceClaimTemplate reference
 
 
 def workload(order: str) -> str:
-    """Deployment, Service, HPA, Ingress and ResourceClaimTemplate share the order's name."""
+    """Deployment, Service, ScaledObject, Ingress and ResourceClaimTemplate share the order's name."""
     return order
+
+
+def keda_hpa(order: str) -> str:
+    """The HorizontalPodAutoscaler KEDA makes for the order's ScaledObject (named ``<order>``) when the
+    ScaledObject sets no ``advanced.horizontalPodAutoscalerConfig.name``: ``keda-hpa-<order>``
+    (KEDA's controllers/keda/hpa.go). It carries the ScaledObject's labels, so the order's label too."""
+    return f"keda-hpa-{order}"
 
 
 def auth_secret(order: str) -> str:
@@ -57,6 +64,9 @@ RUNTIME_PORT = 8443
 TLS_MOUNT_PATH = "/etc/inference/tls"
 MODEL_MOUNT_PATH = "/models"
 API_KEY_ENV = "VLLM_API_KEY"  # vLLM reads its API key from this variable (vllm/envs.py)
+# The hex SHA-256 of the module's metrics scrape token, read by the token guard (its own copy of the
+# name: the guard is shipped as source and imports nothing of ours).
+SCRAPE_DIGEST_ENV = "INFERENCE_SCRAPE_TOKEN_SHA256"
 # The model fetcher init container, and the port its download progress is scraped on while it runs.
 FETCHER_CONTAINER = "model-fetcher"
 FETCHER_METRICS_PORT = 9090

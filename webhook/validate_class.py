@@ -1,6 +1,7 @@
 """Validating an InferenceServiceClass: the policy must be coherent before any order is planned under it.
 
-Checks what the CRD schema cannot: bounds in order (parameter count, replicas), the placement
+Checks what the CRD schema cannot: bounds in order (parameter count, replicas), the scaling target
+within its metric's range (a KV cache percent at most 100), the placement
 selector compiling as a DRA CEL expression (``shared.cel.selector_error``), names of referenced
 objects, node selector and tolerations the pod would accept (``webhook.validate_scheduling``), the
 namespace selector's syntax (``shared.label_selector``), and no value listed twice. Every problem is reported at once.
@@ -18,8 +19,10 @@ from shared.api.enums import (
     EXPOSURE_TYPES,
     MODEL_FORMATS,
     MODEL_SOURCES,
+    SCALING_METRICS,
     SHARING_MODES,
 )
+from shared.api.inference_class import MAX_PERCENT_TARGET, MAX_SCALE_DOWN_STABILIZATION_SECONDS
 from shared.cel import selector_error
 from shared.quantity import QuantityError, parse_parameter_count
 from webhook.problems import Problems, shown
@@ -130,4 +133,19 @@ def _scaling(problems: Problems, scaling: Mapping[str, Any]) -> None:
         )
     problems.dns_name(
         scaling, (*base, "priorityClassName"), required=False, what="the name of a PriorityClass"
+    )
+    metric = problems.one_of(scaling, (*base, "metric"), SCALING_METRICS, required=False)
+    target = problems.integer(scaling, (*base, "target"), required=False, minimum=1)
+    if metric == "KVCacheUtilization" and target is not None and target > MAX_PERCENT_TARGET:
+        problems.add(
+            (*base, "target"),
+            f"must be at most {MAX_PERCENT_TARGET} (a percent of the KV cache) when `spec.scaling.metric` "
+            f"is `KVCacheUtilization`, not {target}",
+        )
+    problems.integer(
+        scaling,
+        (*base, "scaleDownStabilizationSeconds"),
+        required=False,
+        minimum=0,
+        maximum=MAX_SCALE_DOWN_STABILIZATION_SECONDS,
     )

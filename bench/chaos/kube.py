@@ -16,7 +16,8 @@ PATHS = {
     "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "Pod": "/api/v1/namespaces/{ns}/pods",
     "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
-    "HorizontalPodAutoscaler": "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers",
+    # KEDA's HPA keda-hpa-<order> carries the order label but is the ScaledObject's, not the order's.
+    "ScaledObject": "/apis/keda.sh/v1alpha1/namespaces/{ns}/scaledobjects",
     "Ingress": "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
     "Certificate": "/apis/cert-manager.io/v1/namespaces/{ns}/certificates",
     "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates",

@@ -7,7 +7,9 @@ the key, so a typo fails the start rather than a reconcile.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +19,9 @@ from controller.config.cert_lifetime import lifetime_problem
 from shared.api.scheduling import Toleration
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+DEFAULT_PROMETHEUS_SERVER_ADDRESS = "http://prometheus.d8-monitoring.svc:9090"
+_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")  # fullmatch
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 ACCESS_MODES = ("ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany")
 
 
@@ -70,6 +75,12 @@ class Settings(BaseModel):
     # Off by default: an order's model revision is the commit sha fixed at first resolution. On, a
     # new commit of the order's branch rolls out as a replan (replanCount + 1, an Event).
     follow_model_revisions: bool = False
+    # The Prometheus every order's KEDA ScaledObject asks for the runtime's load (its
+    # ``serverAddress``): it must scrape the runtimes' /metrics (docs/admin-guide.md, "Autoscaling").
+    prometheus_server_address: str = DEFAULT_PROMETHEUS_SERVER_ADDRESS
+    # Hex SHA-256 of the token Prometheus presents on the runtimes' GET /metrics (the token guard,
+    # controller/render/token_guard.py). Empty: no scrape credential, /metrics only with the order's token.
+    metrics_scrape_token_sha256: str = ""
 
 
 _KEYS: dict[str, str] = {
@@ -98,6 +109,8 @@ _KEYS: dict[str, str] = {
     "scaleUpGraceSeconds": "scale_up_grace_seconds",
     "resyncSeconds": "resync_seconds",
     "followModelRevisions": "follow_model_revisions",
+    "prometheusServerAddress": "prometheus_server_address",
+    "metricsScrapeTokenSHA256": "metrics_scrape_token_sha256",
 }
 
 _BOOL = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
@@ -144,6 +157,21 @@ def parse_settings(data: Mapping[str, str] | None, env: Mapping[str, str]) -> Se
             f"module setting `modelVolumeAccessMode`: must be one of {', '.join(ACCESS_MODES)}, "
             f"not {settings.model_volume_access_mode!r}"
         )
+    if not settings.prometheus_server_address.startswith(("http://", "https://")):
+        raise SettingsError(
+            "module setting `prometheusServerAddress`: must be an http:// or https:// URL, "
+            f"not {settings.prometheus_server_address!r}"
+        )
+    digest = settings.metrics_scrape_token_sha256
+    if digest:
+        if not _SHA256_HEX.fullmatch(digest):
+            raise SettingsError(
+                "module setting `metricsScrapeTokenSHA256`: must be the 64 hex digits of a SHA-256 "
+                '(`printf %s "$TOKEN" | sha256sum`), not the token itself or anything else'
+            )
+        if digest.lower() == EMPTY_SHA256:
+            raise SettingsError("module setting `metricsScrapeTokenSHA256`: is the SHA-256 of an empty token")
+        settings = settings.model_copy(update={"metrics_scrape_token_sha256": digest.lower()})
     if settings.probe_failure_threshold < 1:
         raise SettingsError("module setting `probeFailureThreshold`: must be at least 1")
     problem = lifetime_problem(

@@ -24,7 +24,7 @@ from shared.quantity import QuantityError, parse_quantity
 Obj = dict[str, Any]
 
 CHECKED_KINDS = frozenset(
-    {"Deployment", "LeaderWorkerSet", "Service", "HorizontalPodAutoscaler", "Ingress", "NetworkPolicy"}
+    {"Deployment", "LeaderWorkerSet", "Service", "ScaledObject", "Ingress", "NetworkPolicy"}
 )
 
 

@@ -14,7 +14,7 @@ one field manager; nothing here reads the cluster.
 | ``workload`` | the Deployment and the model volume |
 | ``group`` | the LeaderWorkerSet of a multi-node plan, its two claim templates |
 | ``ray`` | the NetworkPolicy of each group and Ray's token |
-| ``network`` | Service, HPA, Ingress, Certificate, the auth Secret |
+| ``network`` | Service, KEDA ScaledObject (and its Prometheus query), Ingress, Certificate, the auth Secret |
 
 The class's exposure policy (endpoint, token, replica bounds) is ``controller.render.exposure``; it is
 re-exported here for the reconciler.
@@ -30,7 +30,15 @@ from controller.render.claim import (
     sharing_config,
 )
 from controller.render.common import PLAN_ANNOTATION, Obj, PlanView, labels, owner_reference
-from controller.render.exposure import Endpoint, endpoint_for, probe_url, replica_bounds, requires_token
+from controller.render.exposure import (
+    Endpoint,
+    ScalingPolicy,
+    endpoint_for,
+    probe_url,
+    replica_bounds,
+    requires_token,
+    scaling_policy,
+)
 from controller.render.fetch import FetchSpec, fetch_spec
 from controller.render.group import (
     claim_templates,
@@ -40,7 +48,14 @@ from controller.render.group import (
     leader_worker_set,
     worker_claim_template_name,
 )
-from controller.render.network import auth_secret, autoscaler, certificate, ingress, service
+from controller.render.network import (
+    auth_secret,
+    autoscaler,
+    certificate,
+    ingress,
+    prometheus_query,
+    service,
+)
 from controller.render.workload import deployment, keep_volume_fields, model_volume, model_volume_name
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
@@ -51,6 +66,7 @@ __all__ = [
     "FetchSpec",
     "Obj",
     "PlanView",
+    "ScalingPolicy",
     "auth_secret",
     "autoscaler",
     "certificate",
@@ -71,9 +87,11 @@ __all__ = [
     "model_volume_name",
     "owner_reference",
     "probe_url",
+    "prometheus_query",
     "replica_bounds",
     "requires_token",
     "resource_claim_template",
+    "scaling_policy",
     "service",
     "sharing_config",
     "worker_claim_template_name",
@@ -101,8 +119,8 @@ def workload(
 
     A multi-node plan is a LeaderWorkerSet with its two claim templates, a NetworkPolicy per group
     (applied before the set, so no group's pod runs unguarded) and no autoscaler; the Deployment,
-    its model volume and HPA of a single-node plan are then unwanted (and pruned), and the other
-    way round."""
+    its model volume and ScaledObject of a single-node plan are then unwanted (and pruned), and the
+    other way round."""
     endpoint = endpoint_for(order, spec, settings)
     if plan.node_count > 1:
         objs = [
@@ -123,7 +141,7 @@ def workload(
         certificate(order, endpoint, settings),
         service(order),
         deployment(order, plan, spec, settings, revision=revision, fetch=fetch, token_hash=token_hash),
-        autoscaler(order, spec),
+        autoscaler(order, spec, settings),
     ]
     if endpoint.type == "External":
         objs.append(ingress(order, endpoint, settings))

@@ -1,12 +1,20 @@
 """The class's exposure and scaling policy, decided for one order: where its endpoint is, whether it
-needs a token, and its replica bounds. Pure; the reconciler and the renderer both ask it."""
+needs a token, its replica bounds and the signal its autoscaler follows. Pure; the reconciler and the
+renderer both ask it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from controller.config.settings import Settings
-from shared.api.inference_class import InferenceServiceClassSpec
+from shared.api.enums import ScalingMetric
+from shared.api.inference_class import (
+    DEFAULT_SCALE_DOWN_STABILIZATION_SECONDS,
+    DEFAULT_SCALING_METRIC,
+    DEFAULT_SCALING_TARGETS,
+    MAX_PERCENT_TARGET,
+    InferenceServiceClassSpec,
+)
 from shared.api.order import InferenceService
 
 
@@ -45,3 +53,32 @@ def replica_bounds(spec: InferenceServiceClassSpec) -> tuple[int, int, str | Non
     lo = scaling.min_replicas if scaling and scaling.min_replicas else 1
     hi = scaling.max_replicas if scaling and scaling.max_replicas else lo
     return lo, max(lo, hi), scaling.priority_class_name if scaling else None
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingPolicy:
+    """What the autoscaler of an order follows: the runtime's ``metric``, the ``target`` value per
+    replica (in the metric's unit) and the scale-down stabilization window in seconds."""
+
+    metric: ScalingMetric
+    target: int
+    scale_down_stabilization_seconds: int
+
+
+def scaling_policy(spec: InferenceServiceClassSpec) -> ScalingPolicy:
+    """The class's scaling signal with the defaults filled in (``shared.api.inference_class``:
+    QueueDepth, 2 waiting / 80 % / 8 running per replica, 300 s). A KV cache target above 100 %
+    (refused by the schema and the webhook, so only from an object stored before them) counts as 100."""
+    scaling = spec.scaling
+    metric = (scaling.metric if scaling else None) or DEFAULT_SCALING_METRIC
+    target = scaling.target if scaling and scaling.target else DEFAULT_SCALING_TARGETS[metric]
+    if metric == "KVCacheUtilization":
+        target = min(target, MAX_PERCENT_TARGET)
+    window = scaling.scale_down_stabilization_seconds if scaling else None
+    return ScalingPolicy(
+        metric=metric,
+        target=target,
+        scale_down_stabilization_seconds=DEFAULT_SCALE_DOWN_STABILIZATION_SECONDS
+        if window is None
+        else window,
+    )

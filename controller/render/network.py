@@ -1,11 +1,13 @@
-"""How an order is reached: its Service, HorizontalPodAutoscaler, Ingress, endpoint Certificate and
-the ``<order>-auth`` Secret. Pure: order and policy in, manifests out."""
+"""How an order is reached and grown: its Service, KEDA ScaledObject, Ingress, endpoint Certificate
+and the ``<order>-auth`` Secret. Pure: order and policy in, manifests out."""
 
 from __future__ import annotations
 
+import re
+
 from controller.config.settings import Settings
 from controller.render.common import Obj, labels, meta
-from controller.render.exposure import Endpoint, replica_bounds
+from controller.render.exposure import Endpoint, ScalingPolicy, replica_bounds, scaling_policy
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
@@ -30,22 +32,105 @@ def service(order: InferenceService, *, leader_only: bool = False) -> Obj:
     }
 
 
-def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec) -> Obj:
+KEDA_API_VERSION = "keda.sh/v1alpha1"
+SCALED_OBJECT = "ScaledObject"
+POLLING_INTERVAL_SECONDS = 5  # how often KEDA asks Prometheus (the HPA reads it every sync period)
+# The HPA's behavior (docs/admin-guide.md, "Autoscaling"). Up: a new replica loads its model for
+# minutes, during which the queue does not shrink; at most 2 pods per 120 s, after 30 s of steady
+# demand, so a burst does not order a pod per poll while the first ones are still loading. Down: one
+# pod per 60 s after the class's window (default 300 s, the HPA's own default).
+SCALE_UP_STABILIZATION_SECONDS = 30
+SCALE_UP_PODS, SCALE_UP_PERIOD_SECONDS = 2, 120
+SCALE_DOWN_PODS, SCALE_DOWN_PERIOD_SECONDS = 1, 60
+
+# The runtime's series for each metric (vLLM's names), how they are summed over the order's pods,
+# and the HPA metric type KEDA gives the trigger.
+_QUERIES: dict[str, tuple[str, str]] = {
+    "QueueDepth": ("sum(vllm:num_requests_waiting{{{sel}}})", "AverageValue"),
+    "RunningRequests": ("sum(vllm:num_requests_running{{{sel}}})", "AverageValue"),
+    "KVCacheUtilization": ("100 * avg(vllm:kv_cache_usage_perc{{{sel}}})", "Value"),
+}
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # whole string (fullmatch: no "\n" after $)
+
+
+def prometheus_query(metric: str, namespace: str, name: str) -> tuple[str, str]:
+    """(PromQL query, KEDA ``metricType``) of the order's signal, over the series the scrape gives
+    the labels ``namespace`` and ``order`` (the pod's ``names.LABEL_ORDER``).
+
+    The HPA's arithmetic, with ``target`` the class's value per replica:
+
+    - ``AverageValue`` (QueueDepth, RunningRequests): the query is the sum over the order's pods and
+      the HPA divides it by the current replicas; desired = ceil(sum / target). Two replicas with 7
+      waiting requests in all and a target of 2 want ceil(7 / 2) = 4 replicas.
+    - ``Value`` (KVCacheUtilization): the query is already per replica (the mean percent of KV cache
+      in use), so desired = ceil(current replicas * value / target). Two replicas at 90 % with a
+      target of 80 want ceil(2 * 90 / 80) = 3 replicas.
+
+    Both names are DNS labels (a namespace, an order whose Service takes its name): anything else
+    is refused here, so no quote or backslash can reach the label matchers and no escaping is needed.
+    """
+    for what, value in (("namespace", namespace), ("order name", name)):
+        if not _DNS_LABEL.fullmatch(value):
+            raise ValueError(f"the {what} {value!r} is not a DNS label")
+    template, metric_type = _QUERIES[metric]
+    return template.format(sel=f'namespace="{namespace}",order="{name}"'), metric_type
+
+
+def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec, settings: Settings) -> Obj:
+    """The order's KEDA ScaledObject: KEDA makes the HPA ``keda-hpa-<order>`` (``names.keda_hpa``)
+    that grows the Deployment ``<order>`` within the class's bounds on the runtime's own signal, read
+    from Prometheus at the module setting ``prometheusServerAddress``; CPU is never the signal.
+
+    Only a single-node plan has one. A multi-node plan's LeaderWorkerSet runs the class's
+    ``minReplicas`` groups and has no autoscaler, as it had none under the CPU HPA, although LWS has a
+    scale subresource: the set's ``replicas`` is rendered (an HPA would fight it), and each group's
+    NetworkPolicy fencing Ray's ports is rendered for those ``minReplicas`` groups only
+    (``controller.render.group.group_network_policies``), so a group the HPA added would run with
+    Ray unfenced. Growing groups needs both changed first.
+
+    ``horizontalPodAutoscalerConfig.name`` is left unset so that KEDA names the HPA and copies the
+    ScaledObject's labels onto it."""
+    name, ns = order.metadata.name, order.metadata.namespace or "default"
     lo, hi, _ = replica_bounds(spec)
+    policy = scaling_policy(spec)
+    query, metric_type = prometheus_query(policy.metric, ns, name)
     return {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": meta(order, names.workload(order.metadata.name)),
+        "apiVersion": KEDA_API_VERSION,
+        "kind": SCALED_OBJECT,
+        "metadata": meta(order, names.workload(name)),
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": order.metadata.name},
-            "minReplicas": lo,
-            "maxReplicas": hi,
-            "metrics": [
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": names.workload(name)},
+            "minReplicaCount": lo,
+            "maxReplicaCount": hi,
+            "pollingInterval": POLLING_INTERVAL_SECONDS,
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(policy)}},
+            "triggers": [
                 {
-                    "type": "Resource",
-                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+                    "type": "prometheus",
+                    "metricType": metric_type,
+                    "metadata": {
+                        "serverAddress": settings.prometheus_server_address,
+                        "query": query,
+                        "threshold": str(policy.target),
+                    },
                 }
             ],
+        },
+    }
+
+
+def behavior(policy: ScalingPolicy) -> Obj:
+    """The HPA's ``behavior``: slow up (models load for minutes), one pod at a time down."""
+    return {
+        "scaleDown": {
+            "stabilizationWindowSeconds": policy.scale_down_stabilization_seconds,
+            "policies": [
+                {"type": "Pods", "value": SCALE_DOWN_PODS, "periodSeconds": SCALE_DOWN_PERIOD_SECONDS}
+            ],
+        },
+        "scaleUp": {
+            "stabilizationWindowSeconds": SCALE_UP_STABILIZATION_SECONDS,
+            "policies": [{"type": "Pods", "value": SCALE_UP_PODS, "periodSeconds": SCALE_UP_PERIOD_SECONDS}],
         },
     }
 

@@ -198,6 +198,9 @@ def runtime(order: InferenceService, plan: PlanView, settings: Settings, *, toke
     if token:
         env.append({"name": "PYTHONPATH", "value": TOKEN_GUARD_DIR})
         args += ["--middleware", TOKEN_GUARD_MIDDLEWARE]
+        if settings.metrics_scrape_token_sha256:
+            # the digest only (tenants read their pod specs): the guard admits its token on GET /metrics
+            env.append({"name": names.SCRAPE_DIGEST_ENV, "value": settings.metrics_scrape_token_sha256})
     weights = parse_bytes(plan.model_volume)
     return {
         "name": "runtime",

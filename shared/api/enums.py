@@ -14,6 +14,7 @@ Authentication = Literal["Token", "None"]
 PlacementMode = Literal["SingleDevice", "TensorParallel", "MultiNode"]
 SharingMode = Literal["Exclusive", "MIG", "TimeSlicing", "MPS"]
 Runtime = Literal["vLLM"]
+ScalingMetric = Literal["QueueDepth", "KVCacheUtilization", "RunningRequests"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 MODEL_SOURCES: tuple[str, ...] = get_args(ModelSource)
@@ -25,3 +26,4 @@ EXPOSURE_TYPES: tuple[str, ...] = get_args(ExposureType)
 AUTHENTICATIONS: tuple[str, ...] = get_args(Authentication)
 SHARING_MODES: tuple[str, ...] = get_args(SharingMode)
 RUNTIMES: tuple[str, ...] = get_args(Runtime)
+SCALING_METRICS: tuple[str, ...] = get_args(ScalingMetric)

@@ -8,7 +8,15 @@ from pydantic import Field
 
 from shared.api.base import ApiModel, ObjectMeta
 from shared.api.condition import Condition
-from shared.api.enums import Authentication, EndpointType, ExposureType, ModelFormat, ModelSource, SharingMode
+from shared.api.enums import (
+    Authentication,
+    EndpointType,
+    ExposureType,
+    ModelFormat,
+    ModelSource,
+    ScalingMetric,
+    SharingMode,
+)
 from shared.api.scheduling import Toleration
 from shared.api.selector import LabelSelector
 
@@ -100,14 +108,56 @@ class Placement(ApiModel):
     )
 
 
+# The scaling policy's defaults, in one place (docs/admin-guide.md, "Autoscaling"). The target is
+# per replica, in the metric's own unit: waiting requests (QueueDepth), percent of the KV cache in use
+# (KVCacheUtilization), requests being served (RunningRequests).
+DEFAULT_SCALING_METRIC: ScalingMetric = "QueueDepth"
+DEFAULT_SCALING_TARGETS: dict[str, int] = {"QueueDepth": 2, "KVCacheUtilization": 80, "RunningRequests": 8}
+DEFAULT_SCALE_DOWN_STABILIZATION_SECONDS = 300  # the HPA's own default scale-down window
+MAX_SCALE_DOWN_STABILIZATION_SECONDS = 3600
+MAX_PERCENT_TARGET = 100  # KVCacheUtilization: a percent
+
+
 class Scaling(ApiModel):
-    """Replica bounds and priority of orders of this class."""
+    """Replica bounds, priority, and the runtime signal the autoscaler follows, for orders of this class."""
+
+    CEL_RULES: ClassVar[list[dict[str, str]]] = [
+        {
+            "rule": "!has(self.target) || !has(self.metric) || self.metric != 'KVCacheUtilization' "
+            f"|| self.target <= {MAX_PERCENT_TARGET}",
+            "message": "`spec.scaling.target`: must be at most 100 (a percent of the KV cache) when "
+            "`spec.scaling.metric` is `KVCacheUtilization`",
+            "fieldPath": ".target",
+            "reason": "FieldValueInvalid",
+        },
+    ]
 
     min_replicas: int | None = Field(default=None, description="Fewest replicas. Defaults to 1.", ge=1)
     max_replicas: int | None = Field(
         default=None, description="Most replicas. Defaults to minReplicas.", ge=1
     )
     priority_class_name: str | None = Field(default=None, description="PriorityClass of the order's pods.")
+    metric: ScalingMetric | None = Field(
+        default=None,
+        description="The runtime's signal the autoscaler follows (through KEDA, from Prometheus; CPU never "
+        "is): QueueDepth (requests waiting, vllm:num_requests_waiting), KVCacheUtilization (percent of the KV "
+        "cache in use, vllm:kv_cache_usage_perc) or RunningRequests (requests being served, "
+        "vllm:num_requests_running). Defaults to QueueDepth.",
+    )
+    target: int | None = Field(
+        default=None,
+        description="The value of the metric per replica the autoscaler aims at: waiting requests "
+        "(QueueDepth, default 2), percent of the KV cache, 1 to 100 (KVCacheUtilization, default 80), or "
+        "running requests (RunningRequests, default 8). Above it, replicas are added up to maxReplicas.",
+        ge=1,
+    )
+    scale_down_stabilization_seconds: int | None = Field(
+        default=None,
+        description="How long the load must stay low before replicas are removed (the HPA's scale-down "
+        "stabilization window), 0 to 3600 seconds. Defaults to 300.",
+        ge=0,
+        le=MAX_SCALE_DOWN_STABILIZATION_SECONDS,
+    )
 
 
 class Exposure(ApiModel):
@@ -128,7 +178,10 @@ class InferenceServiceClassSpec(ApiModel):
 
     model_policy: ModelPolicy = Field(description="Which models are allowed and through which contract.")
     placement: Placement = Field(description="Which devices orders may use, and how they may share them.")
-    scaling: Scaling | None = Field(default=None, description="Replica bounds and priority class.")
+    scaling: Scaling | None = Field(
+        default=None,
+        description="Replica bounds, priority class, and the runtime signal the autoscaler follows.",
+    )
     exposure: Exposure | None = Field(default=None, description="How the endpoint is published.")
     recipes: list[str] | None = Field(
         default=None,

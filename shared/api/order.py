@@ -16,6 +16,7 @@ from shared.api.enums import (
     ModelSource,
     Phase,
     PlacementMode,
+    ScalingMetric,
     SharingMode,
 )
 
@@ -161,6 +162,15 @@ class Constraints(ApiModel):
     min_replicas: int = Field(description="Fewest replicas the order runs.")
     max_replicas: int = Field(description="Most replicas the autoscaler may grow the order to.")
     priority_class_name: str | None = Field(default=None, description="PriorityClass of the order's pods.")
+    metric: ScalingMetric | None = Field(
+        default=None,
+        description="The runtime signal the autoscaler follows: QueueDepth, KVCacheUtilization or RunningRequests.",
+    )
+    target: int | None = Field(
+        default=None,
+        description="The value of the metric per replica the autoscaler aims at: waiting requests, percent "
+        "of the KV cache, or running requests.",
+    )
 
 
 class Resolved(ApiModel):

@@ -126,6 +126,10 @@ DOCUMENTED = [
     (a_class(maxNodesPerReplica=2, sharingModes=["MIG"]), "admin-guide: multi-node needs Exclusive"),
     (a_class(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]), "core/v1 Toleration"),
     (a_class(scaling={"minReplicas": 3, "maxReplicas": 2}), "an HPA's min above its max"),
+    (
+        a_class(scaling={"metric": "KVCacheUtilization", "target": 101}),
+        "CRD rule: a KV cache target is a percent",
+    ),
     (a_recipe(image="Vllm/VLLM"), "a container image reference"),
     (a_recipe(architectures=["1abc"]), "admin-guide: architecture names"),
 ]

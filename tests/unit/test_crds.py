@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bench.fuzz import contract
 from devtools.crdgen import crds
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -63,6 +64,8 @@ ORDER_FIELDS = [
     "status.constraints.minReplicas",
     "status.constraints.maxReplicas",
     "status.constraints.priorityClassName",
+    "status.constraints.metric",
+    "status.constraints.target",
     "status.resolved.deviceClass",
     "status.resolved.acceleratorProductName",
     "status.resolved.acceleratorMemoryGiB",
@@ -90,6 +93,9 @@ CLASS_FIELDS = [
     "spec.scaling.minReplicas",
     "spec.scaling.maxReplicas",
     "spec.scaling.priorityClassName",
+    "spec.scaling.metric",
+    "spec.scaling.target",
+    "spec.scaling.scaleDownStabilizationSeconds",
     "spec.exposure.type",
     "spec.exposure.authentication",
     "spec.recipes",
@@ -157,3 +163,57 @@ def test_printer_columns_show_class_model_type_phase_reason_url_age() -> None:
         "URL",
         "Age",
     ]
+
+
+def _scaling_problems(scaling: dict[str, Any]) -> list[str]:
+    """What the committed class CRD (its schema and CEL rules, evaluated with celpy) says of a
+    ``spec.scaling`` block."""
+    schema = _schema("inferenceserviceclasses.yaml")["properties"]["spec"]["properties"]["scaling"]
+    return contract.schema_problems(schema, scaling, "spec.scaling")
+
+
+@pytest.mark.parametrize(
+    ("scaling", "problem"),
+    [
+        pytest.param(
+            {"metric": "KVCacheUtilization", "target": 101}, "`spec.scaling.target`", id="KV above 100"
+        ),
+        pytest.param({"metric": "CPU"}, "spec.scaling.metric", id="an unknown metric"),
+        pytest.param({"target": 0}, "spec.scaling.target", id="a target of 0"),
+        pytest.param(
+            {"scaleDownStabilizationSeconds": -1}, "scaleDownStabilizationSeconds", id="a negative window"
+        ),
+        pytest.param(
+            {"scaleDownStabilizationSeconds": 3601}, "scaleDownStabilizationSeconds", id="over an hour"
+        ),
+    ],
+)
+def test_the_class_schema_refuses_a_scaling_policy_out_of_range(
+    scaling: dict[str, Any], problem: str
+) -> None:
+    problems = _scaling_problems(scaling)
+    assert problems and problem in problems[0], problems
+
+
+@pytest.mark.parametrize(
+    "scaling",
+    [
+        pytest.param({"metric": "KVCacheUtilization", "target": 100}, id="KV at 100"),
+        pytest.param({"metric": "QueueDepth", "target": 101}, id="a queue depth above 100"),
+        pytest.param({"target": 500}, id="a target above 100 with the default metric"),
+        pytest.param({"metric": "KVCacheUtilization"}, id="KV with the default target"),
+        pytest.param(
+            {"metric": "RunningRequests", "target": 1, "scaleDownStabilizationSeconds": 0}, id="smallest"
+        ),
+        pytest.param({"scaleDownStabilizationSeconds": 3600}, id="an hour"),
+    ],
+)
+def test_the_class_schema_accepts_a_scaling_policy_in_range(scaling: dict[str, Any]) -> None:
+    assert _scaling_problems(scaling) == []
+
+
+def test_the_kv_cache_rule_names_the_field_in_its_message_and_path() -> None:
+    schema = _schema("inferenceserviceclasses.yaml")["properties"]["spec"]["properties"]["scaling"]
+    (rule,) = schema["x-kubernetes-validations"]
+    assert rule["message"].startswith("`spec.scaling.target`: must be at most 100")
+    assert rule["fieldPath"] == ".target"

@@ -29,6 +29,7 @@ PLURAL = {
     "Deployment": "deployments",
     "LeaderWorkerSet": "leaderworkersets",
     "HorizontalPodAutoscaler": "horizontalpodautoscalers",
+    "ScaledObject": "scaledobjects",
     "Ingress": "ingresses",
     "NetworkPolicy": "networkpolicies",
     "Secret": "secrets",
@@ -63,8 +64,28 @@ def test_every_rendered_kind_can_be_applied() -> None:
         assert {"create", "patch", "get"} <= verbs(group, PLURAL[obj["kind"]]), obj["kind"]
 
 
+# Pruned though no longer rendered: the HPA the controller applied before KEDA (``<order>``).
+LEGACY = {"HorizontalPodAutoscaler": "autoscaling"}
+
+
 def test_every_kind_the_controller_prunes_can_be_deleted_and_no_other() -> None:
     kinds = {o["kind"]: o["apiVersion"].rpartition("/")[0] for o in rendered()}
-    assert set(kinds) >= PRUNED
-    for kind, group in kinds.items():
+    assert set(kinds) | set(LEGACY) >= PRUNED
+    assert not set(kinds) & set(LEGACY)
+    for kind, group in {**kinds, **LEGACY}.items():
         assert ("delete" in verbs(group, PLURAL[kind])) is (kind in PRUNED), kind
+
+
+def test_hpas_are_only_read_and_deleted_and_scaled_objects_fully_managed() -> None:
+    """KEDA writes the HPA ``keda-hpa-<order>``; the controller reads it (ScalingHealthy) and deletes
+    only its own HPA of before KEDA."""
+    assert verbs("autoscaling", "horizontalpodautoscalers") == {"get", "list", "watch", "delete"}
+    assert verbs("keda.sh", "scaledobjects") == {
+        "get",
+        "list",
+        "watch",
+        "create",
+        "update",
+        "patch",
+        "delete",
+    }

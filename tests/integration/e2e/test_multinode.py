@@ -85,6 +85,7 @@ def test_a_405b_order_runs_as_a_two_node_group_is_ready_only_whole_and_goes_with
     assert group["spec"]["leaderWorkerTemplate"]["size"] == 2
     assert p.get("deployment", "big", ns) is None
     assert p.get("hpa", "big", ns) is None
+    assert p.get("scaledobjects.keda.sh", "big", ns) is None
     svc = p.get("service", "big", ns)
     assert svc is not None
     assert svc["spec"]["selector"]["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
@@ -161,7 +162,9 @@ def test_a_405b_order_runs_as_a_two_node_group_is_ready_only_whole_and_goes_with
 
 
 def _kinds(p: Platform, ns: str) -> set[str]:
-    out = p.kubectl("get", "deployment,hpa,leaderworkerset,networkpolicy", "-n", ns, "-o", "json").stdout
+    out = p.kubectl(
+        "get", "deployment,hpa,scaledobjects.keda.sh,leaderworkerset,networkpolicy", "-n", ns, "-o", "json"
+    ).stdout
     return {
         i["kind"]
         for i in json.loads(out)["items"]
@@ -182,7 +185,7 @@ def test_an_edit_between_single_node_and_multi_node_replaces_the_workload_kind(
     small = hf("Qwen/Qwen2.5-32B-Instruct-AWQ")
     p.create_order(ns, "edit", small, klass=klass)
     p.wait_phase(ns, "edit", "Ready", timeout=120)
-    assert _kinds(p, ns) == {"Deployment", "HorizontalPodAutoscaler"}
+    assert _kinds(p, ns) == {"Deployment", "ScaledObject"}
 
     p.create_order(ns, "edit", hf(MODEL, authSecretRef={"name": "hf-token"}), klass=klass)
     obj = wait_for(
@@ -216,7 +219,7 @@ def test_an_edit_between_single_node_and_multi_node_replaces_the_workload_kind(
     )
     wait_for(
         lambda: _kinds(p, ns),
-        lambda k: k == {"Deployment", "HorizontalPodAutoscaler"},
+        lambda k: k == {"Deployment", "ScaledObject"},
         timeout=60,
-        message="the LWS and its NetworkPolicy pruned, a Deployment and HPA again",
+        message="the LWS and its NetworkPolicy pruned, a Deployment and ScaledObject again",
     )

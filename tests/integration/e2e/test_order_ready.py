@@ -19,7 +19,10 @@ MODEL = "Qwen/Qwen2.5-32B-Instruct-AWQ"
 
 
 def owned(p: Platform, namespace: str) -> dict[str, list[str]]:
-    kinds = "deployment,service,hpa,pvc,resourceclaimtemplate,certificate.cert-manager.io,secret,ingress"
+    kinds = (
+        "deployment,service,hpa,scaledobjects.keda.sh,pvc,resourceclaimtemplate,certificate.cert-manager.io,"
+        "secret,ingress"
+    )
     out = p.kubectl("get", kinds, "-n", namespace, "-o", "json").stdout
     got: dict[str, list[str]] = {}
     for item in json.loads(out)["items"]:
@@ -98,7 +101,10 @@ def test_the_guides_order_reaches_ready_with_endpoint_token_and_every_status_fie
     got = owned(platform, ns)
     assert got["Deployment"] == ["support-llm"]
     assert got["Service"] == ["support-llm"]
-    assert got["HorizontalPodAutoscaler"] == ["support-llm"]
+    # The autoscaler is KEDA's: the order owns the ScaledObject, KEDA's HPA keda-hpa-<order> is the
+    # ScaledObject's, and the controller applies no HPA of its own.
+    assert got["ScaledObject"] == ["support-llm"]
+    assert "HorizontalPodAutoscaler" not in got
     assert got["PersistentVolumeClaim"][0].startswith("support-llm-model-")
     assert got["Certificate"] == ["support-llm-tls"]
     # The token Secret the controller minted, and <order>-tls, which cert-manager wrote with the

@@ -75,6 +75,25 @@ def test_class_not_ready_when_a_named_recipe_does_not_exist() -> None:
     assert st.phase == "Pending"
 
 
+def test_the_status_constraints_show_the_effective_scaling_policy() -> None:
+    """status.constraints: the class's bounds and the signal its autoscaler follows, defaults filled in."""
+    _, st = decide_and_build(snap(), Planning())
+    assert st.constraints is not None
+    assert (st.constraints.metric, st.constraints.target) == ("QueueDepth", 2)
+    s = snap(klass=klass(spec={"scaling": {"metric": "KVCacheUtilization", "target": 70}}))
+    _, st = decide_and_build(s, Planning())
+    assert st.constraints is not None
+    assert (st.constraints.min_replicas, st.constraints.max_replicas) == (1, 4)
+    assert (st.constraints.metric, st.constraints.target) == ("KVCacheUtilization", 70)
+    assert st.constraints.to_wire() == {
+        "minReplicas": 1,
+        "maxReplicas": 4,
+        "priorityClassName": "inference-default",
+        "metric": "KVCacheUtilization",
+        "target": 70,
+    }
+
+
 # ------------------------------------------------------------------ ModelResolved
 
 MODEL_REASONS = [
@@ -162,7 +181,8 @@ def test_a_new_order_records_its_plan_first_then_applies_its_workload() -> None:
     assert st.endpoint is not None and st.endpoint.url == URL
     assert st.phase == "Pending"
     kinds = {o["kind"] for o in second.apply}
-    assert {"Deployment", "ResourceClaimTemplate", "Service", "HorizontalPodAutoscaler"} <= kinds
+    assert {"Deployment", "ResourceClaimTemplate", "Service", "ScaledObject"} <= kinds
+    assert "HorizontalPodAutoscaler" not in kinds, "KEDA makes the HPA"
     assert second.plan == p.outcome.plan
     assert second.verdicts[r.PLANNED] == first.verdicts[r.PLANNED], "the second pass writes no new status"
 
@@ -690,3 +710,58 @@ def test_an_owned_object_the_plan_no_longer_wants_is_pruned() -> None:
         ("ResourceClaimTemplate", "support-llm-gpu-00000000")
     ]
     assert intents.apply == ()
+
+
+def _legacy_hpa(owner_uid: str | None) -> dict[str, Any]:
+    """The HPA on CPU the controller applied itself before KEDA: named after the order, labelled."""
+    meta: dict[str, Any] = {
+        "name": "support-llm",
+        "namespace": "support",
+        "labels": {"ai.deckhouse.io/inference-service": "support-llm"},
+    }
+    if owner_uid is not None:
+        meta["ownerReferences"] = [{"uid": owner_uid, "controller": True}]
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": meta}
+
+
+def test_the_controllers_own_hpa_of_before_keda_is_deleted_before_the_scaled_object_is_applied() -> None:
+    """KEDA's admission webhook refuses a ScaledObject for a Deployment another HPA scales: the old
+    HPA ``<order>`` goes first, the ScaledObject follows once it is gone."""
+    s, live = _steady()
+    without = tuple(o for o in live if o["kind"] != "ScaledObject")
+    s2 = replace(s, owned=(*without, _legacy_hpa(s.order.metadata.uid)))
+    intents = decide(s2, run_planner(s2, plan_decision(s2)))
+    assert [(d.api_version, d.kind, d.name) for d in intents.delete] == [
+        ("autoscaling/v2", "HorizontalPodAutoscaler", "support-llm")
+    ]
+    assert intents.apply == (), "the ScaledObject waits for the old HPA to be gone"
+    s3 = replace(s, owned=without)
+    intents = decide(s3, run_planner(s3, plan_decision(s3)))
+    assert [o["kind"] for o in intents.apply] == ["ScaledObject"] and intents.delete == ()
+
+
+@pytest.mark.parametrize(
+    "owner", [pytest.param("someone-else", id="KEDA's or another owner's"), pytest.param(None, id="unowned")]
+)
+def test_an_hpa_the_order_does_not_own_is_never_deleted(owner: str | None) -> None:
+    s, _ = _steady()
+    hpa_obj = _legacy_hpa(owner)
+    hpa_obj["metadata"]["name"] = "keda-hpa-support-llm"
+    s2 = replace(s, owned=(*s.owned, hpa_obj))
+    intents = decide(s2, run_planner(s2, plan_decision(s2)))
+    assert intents.delete == () and intents.apply == ()
+
+
+def test_an_edited_scaled_object_is_restored() -> None:
+    s, live = _steady()
+    edited = []
+    for o in live:
+        if o["kind"] == "ScaledObject":
+            o = json.loads(drift.stable_json(o))
+            o["spec"]["maxReplicaCount"] = 40
+        edited.append(o)
+    s2 = replace(s, owned=tuple(edited))
+    intents = decide(s2, run_planner(s2, plan_decision(s2)))
+    assert [o["kind"] for o in intents.apply] == ["ScaledObject"]
+    ((type_, reason, message),) = intents.events
+    assert (type_, reason) == ("Warning", "DriftCorrected") and "spec.maxReplicaCount" in message

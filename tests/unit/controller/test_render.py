@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import pytest
+
 from controller import render
 from controller.config.settings import Settings
 from shared import names, runtime_images
@@ -59,7 +61,7 @@ def test_every_object_is_named_after_the_order_and_owned_by_it() -> None:
         "Certificate",
         "Service",
         "Deployment",
-        "HorizontalPodAutoscaler",
+        "ScaledObject",
     }
 
 
@@ -117,11 +119,150 @@ def test_the_claim_template_requests_the_planned_devices_and_changes_name_with_t
     assert one["metadata"]["name"] != two["metadata"]["name"]
 
 
-def test_the_hpa_keeps_the_class_bounds() -> None:
-    hpa = render.autoscaler(
-        make_order(), make_class(spec={"scaling": {"minReplicas": 2, "maxReplicas": 3}}).spec
+@pytest.mark.parametrize(
+    ("scaling", "policy"),
+    [
+        pytest.param(None, ("QueueDepth", 2, 300), id="no scaling block: queue depth 2, 300 s"),
+        pytest.param({"minReplicas": 2}, ("QueueDepth", 2, 300), id="bounds only"),
+        pytest.param({"metric": "KVCacheUtilization"}, ("KVCacheUtilization", 80, 300), id="KV default 80"),
+        pytest.param({"metric": "RunningRequests"}, ("RunningRequests", 8, 300), id="running default 8"),
+        pytest.param({"metric": "QueueDepth"}, ("QueueDepth", 2, 300), id="queue depth default 2"),
+        pytest.param(
+            {"metric": "RunningRequests", "target": 3, "scaleDownStabilizationSeconds": 60},
+            ("RunningRequests", 3, 60),
+            id="explicit values win",
+        ),
+        pytest.param({"scaleDownStabilizationSeconds": 0}, ("QueueDepth", 2, 0), id="a window of 0 is kept"),
+        pytest.param({"target": 150}, ("QueueDepth", 150, 300), id="queue depth is not capped at 100"),
+        pytest.param(
+            {"metric": "KVCacheUtilization", "target": 150}, ("KVCacheUtilization", 100, 300), id="KV capped"
+        ),
+    ],
+)
+def test_the_scaling_policy_fills_in_the_defaults(
+    scaling: dict[str, Any] | None, policy: tuple[str, int, int]
+) -> None:
+    spec = make_class(spec={"scaling": scaling}).spec
+    got = render.scaling_policy(spec)
+    assert (got.metric, got.target, got.scale_down_stabilization_seconds) == policy
+
+
+def test_the_scaled_object_follows_the_queue_depth_within_the_class_bounds_by_default() -> None:
+    """The whole object for the default policy: KEDA (keda.sh/v1alpha1) grows the Deployment on the
+    runtime's waiting requests, never on CPU, and names its HPA itself (no horizontalPodAutoscalerConfig.name)."""
+    order = make_order()
+    spec = make_class(spec={"scaling": {"minReplicas": 2, "maxReplicas": 3}}).spec
+    settings = Settings(prometheus_server_address="http://prom.example:9090")
+    so = render.autoscaler(order, spec, settings)
+    assert so["metadata"] == {
+        "name": "support-llm",
+        "namespace": "support",
+        "labels": render.labels(order),
+        "ownerReferences": [render.owner_reference(order)],
+    }
+    assert (so["apiVersion"], so["kind"]) == ("keda.sh/v1alpha1", "ScaledObject")
+    assert so["spec"] == {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "support-llm"},
+        "minReplicaCount": 2,
+        "maxReplicaCount": 3,
+        "pollingInterval": 5,
+        "advanced": {
+            "horizontalPodAutoscalerConfig": {
+                "behavior": {
+                    "scaleDown": {
+                        "stabilizationWindowSeconds": 300,
+                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+                    },
+                    "scaleUp": {
+                        "stabilizationWindowSeconds": 30,
+                        "policies": [{"type": "Pods", "value": 2, "periodSeconds": 120}],
+                    },
+                }
+            }
+        },
+        "triggers": [
+            {
+                "type": "prometheus",
+                "metricType": "AverageValue",
+                "metadata": {
+                    "serverAddress": "http://prom.example:9090",
+                    "query": 'sum(vllm:num_requests_waiting{namespace="support",order="support-llm"})',
+                    "threshold": "2",
+                },
+            }
+        ],
+    }
+    assert "name" not in so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]
+
+
+@pytest.mark.parametrize(
+    ("scaling", "query", "metric_type", "threshold", "window"),
+    [
+        pytest.param(
+            {"metric": "KVCacheUtilization", "scaleDownStabilizationSeconds": 600},
+            '100 * avg(vllm:kv_cache_usage_perc{namespace="support",order="support-llm"})',
+            "Value",
+            "80",
+            600,
+            id="KV cache: a mean percent, metricType Value",
+        ),
+        pytest.param(
+            {"metric": "RunningRequests", "target": 5, "scaleDownStabilizationSeconds": 0},
+            'sum(vllm:num_requests_running{namespace="support",order="support-llm"})',
+            "AverageValue",
+            "5",
+            0,
+            id="running requests: a sum, metricType AverageValue",
+        ),
+        pytest.param(
+            {"metric": "QueueDepth", "target": 7},
+            'sum(vllm:num_requests_waiting{namespace="support",order="support-llm"})',
+            "AverageValue",
+            "7",
+            300,
+            id="queue depth with its own target",
+        ),
+    ],
+)
+def test_the_scaled_object_follows_the_class_metric_target_and_window(
+    scaling: dict[str, Any], query: str, metric_type: str, threshold: str, window: int
+) -> None:
+    so = render.autoscaler(make_order(), make_class(spec={"scaling": scaling}).spec, SETTINGS)
+    (trigger,) = so["spec"]["triggers"]
+    assert (trigger["metadata"]["query"], trigger["metricType"], trigger["metadata"]["threshold"]) == (
+        query,
+        metric_type,
+        threshold,
     )
-    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 3)
+    assert trigger["metadata"]["serverAddress"] == "http://prometheus.d8-monitoring.svc:9090"
+    behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == window
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name"),
+    [
+        ('a"b', "web"),
+        ("ns", 'web",order=~".*'),
+        ("ns", "Web"),
+        ("ns", "web\\"),
+        ("", "web"),
+        ("ns", "-web"),
+        ("ns", "web-"),
+        ("ns", "a" * 64),
+        ("ns", "web\n"),
+        ("ns\n", "web"),
+    ],
+)
+def test_the_query_refuses_a_namespace_or_name_that_is_not_a_dns_label(namespace: str, name: str) -> None:
+    with pytest.raises(ValueError, match="not a DNS label"):
+        render.prometheus_query("QueueDepth", namespace, name)
+
+
+def test_the_query_accepts_the_longest_dns_label_and_digits() -> None:
+    name = "a" + "0" * 61 + "z"
+    query, _ = render.prometheus_query("RunningRequests", "9ns", name)
+    assert query == f'sum(vllm:num_requests_running{{namespace="9ns",order="{name}"}})'
 
 
 def test_the_issued_tls_secret_carries_the_label_the_controllers_secret_informer_selects() -> None:

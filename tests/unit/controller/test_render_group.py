@@ -25,6 +25,7 @@ def test_a_multinode_plan_is_a_leader_worker_set_with_no_deployment_hpa_or_share
     objs = objects()
     kinds = sorted(k for k, _ in objs)
     assert "Deployment" not in kinds and "HorizontalPodAutoscaler" not in kinds
+    assert "ScaledObject" not in kinds, "a multi-node plan runs minReplicas groups, no autoscaler"
     assert "PersistentVolumeClaim" not in kinds
     assert kinds.count("ResourceClaimTemplate") == 2
     order = make_order()

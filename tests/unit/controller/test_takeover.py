@@ -76,7 +76,7 @@ def applied_after(s: Any) -> Any:
     [
         ("Service", "support-llm"),
         ("Deployment", "support-llm"),
-        ("HorizontalPodAutoscaler", "support-llm"),
+        ("ScaledObject", "support-llm"),
         ("Certificate", "support-llm-tls"),
         ("Secret", "support-llm-tls"),
         ("Secret", "support-llm-auth"),

@@ -6,6 +6,7 @@ as the file the ``token-guard`` init container writes (running that container's 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import subprocess
 import sys
@@ -15,9 +16,12 @@ from typing import Any
 
 import pytest
 
+from controller.config.settings import Settings
 from controller.render import pod as pod_render
-from controller.render.token_guard import TokenGuard, allowed
+from controller.render import token_guard
+from controller.render.token_guard import TokenGuard, allowed, scrape_digest_of
 from shared import names
+from tests.unit.controller.test_render import SETTINGS
 from tests.unit.controller.test_render_pod import container, pod_of
 
 KEY = "s3cret-token"
@@ -196,3 +200,94 @@ def test_the_guard_imports_only_the_standard_library() -> None:
         line.split()[1].split(".")[0] for line in source.splitlines() if line.startswith(("import ", "from "))
     }
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+# ---------------------------------------------------------------- the scrape credential
+
+SCRAPE = "prometheus-scrape-token"
+SCRAPE_HEX = hashlib.sha256(SCRAPE.encode()).hexdigest()
+KEY_DIGEST = hashlib.sha256(KEY.encode()).digest()
+SCRAPE_DIGEST = bytes.fromhex(SCRAPE_HEX)
+
+
+def test_the_scrape_token_opens_get_metrics_and_nothing_else() -> None:
+    assert allowed("GET", "/metrics", f"Bearer {SCRAPE}", KEY_DIGEST, SCRAPE_DIGEST)
+    assert allowed("GET", "/metrics", f"bearer {SCRAPE}", KEY_DIGEST, SCRAPE_DIGEST)
+    for method, path in [
+        ("GET", "/v1/models"),
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/completions"),
+        ("POST", "/metrics"),
+        ("GET", "/metrics/"),
+        ("GET", "/metricsx"),
+        ("GET", "/tokenize"),
+        ("WEBSOCKET", "/metrics"),
+    ]:
+        assert not allowed(method, path, f"Bearer {SCRAPE}", KEY_DIGEST, SCRAPE_DIGEST), (method, path)
+
+
+def test_the_orders_token_still_opens_metrics_and_a_wrong_token_opens_nothing() -> None:
+    assert allowed("GET", "/metrics", f"Bearer {KEY}", KEY_DIGEST, SCRAPE_DIGEST)
+    assert allowed("GET", "/v1/models", f"Bearer {KEY}", KEY_DIGEST, SCRAPE_DIGEST)
+    for token in [SCRAPE[:-1], SCRAPE + "x", SCRAPE_HEX, "", KEY[:-1]]:
+        assert not allowed("GET", "/metrics", f"Bearer {token}", KEY_DIGEST, SCRAPE_DIGEST), token
+    assert not allowed("GET", "/metrics", f"Basic {SCRAPE}", KEY_DIGEST, SCRAPE_DIGEST)
+    assert not allowed("GET", "/metrics", None, KEY_DIGEST, SCRAPE_DIGEST)
+
+
+def test_no_scrape_digest_is_no_scrape_credential() -> None:
+    assert not allowed("GET", "/metrics", f"Bearer {SCRAPE}", KEY_DIGEST, None)
+    assert not allowed("GET", "/metrics", f"Bearer {SCRAPE}", KEY_DIGEST)
+    assert not allowed("GET", "/metrics", "Bearer ", KEY_DIGEST, hashlib.sha256(b"").digest())
+
+
+def test_the_scrape_token_works_even_when_the_key_is_missing() -> None:
+    """Fail-closed for the API; /metrics with the scrape token reveals no more than the metrics."""
+    assert allowed("GET", "/metrics", f"Bearer {SCRAPE}", None, SCRAPE_DIGEST)
+    assert not allowed("GET", "/v1/models", f"Bearer {SCRAPE}", None, SCRAPE_DIGEST)
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        (SCRAPE_HEX, True),
+        (SCRAPE_HEX.upper(), True),
+        (f" {SCRAPE_HEX}\n", True),
+        ("", False),
+        (SCRAPE_HEX[:-1], False),
+        (SCRAPE_HEX + "0", False),
+        (SCRAPE_HEX[:-2], False),
+        (SCRAPE_HEX + "00", False),
+        ("z" * 64, False),
+    ],
+)
+def test_the_scrape_digest_is_64_hex_digits_or_nothing(text: str, ok: bool) -> None:
+    assert (scrape_digest_of(text) == SCRAPE_DIGEST) is ok
+    if not ok:
+        assert scrape_digest_of(text) is None
+
+
+def test_the_guard_reads_the_scrape_digest_from_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert token_guard.SCRAPE_DIGEST_ENV == names.SCRAPE_DIGEST_ENV
+    monkeypatch.setenv("VLLM_API_KEY", KEY)
+    monkeypatch.setenv(names.SCRAPE_DIGEST_ENV, SCRAPE_HEX)
+    guard = TokenGuard(Inner())
+    assert status(guard, "GET", "/metrics", f"Bearer {SCRAPE}") == 200
+    assert status(guard, "GET", "/v1/models", f"Bearer {SCRAPE}") == 401
+    assert status(guard, "GET", "/metrics", f"Bearer {SCRAPE}x") == 401
+    monkeypatch.delenv(names.SCRAPE_DIGEST_ENV)
+    assert status(TokenGuard(Inner()), "GET", "/metrics", f"Bearer {SCRAPE}") == 401
+
+
+def test_the_runtime_carries_the_scrape_digest_only_when_set_and_only_behind_the_guard() -> None:
+    settings = SETTINGS.model_copy(update={"metrics_scrape_token_sha256": SCRAPE_HEX})
+    env = {e["name"]: e.get("value") for e in container(pod_of(settings=settings), "runtime")["env"]}
+    assert env[names.SCRAPE_DIGEST_ENV] == SCRAPE_HEX
+    assert SCRAPE not in str(pod_of(settings=settings))
+    unset = {e["name"] for e in container(pod_of(), "runtime")["env"]}
+    assert names.SCRAPE_DIGEST_ENV not in unset
+    open_pod = pod_of(settings=settings, exposure={"type": "ClusterLocal", "authentication": "None"})
+    assert names.SCRAPE_DIGEST_ENV not in {e["name"] for e in container(open_pod, "runtime")["env"]}
+    assert (
+        isinstance(Settings().metrics_scrape_token_sha256, str) and not Settings().metrics_scrape_token_sha256
+    )

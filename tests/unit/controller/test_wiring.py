@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from controller import wiring
-from controller.kinds import BY_CACHE, KINDS, OWNED, PRUNED, Cache, Fanout, cache_of, watched
+from controller.kinds import BY_CACHE, BY_KIND, KINDS, OWNED, PRUNED, Cache, Fanout, cache_of, watched
 from controller.store import Store, UnwatchedCacheError
 
 
@@ -34,11 +34,14 @@ def test_every_cache_has_exactly_one_row_and_owned_kinds_are_label_selected() ->
         "Ingress",
         "ResourceClaimTemplate",
         "Deployment",  # replaced by a LeaderWorkerSet when the plan becomes multi-node
-        "HorizontalPodAutoscaler",
+        "HorizontalPodAutoscaler",  # only the controller's own of before KEDA (``<order>``)
+        "ScaledObject",  # a plan that becomes multi-node has no autoscaler
         "LeaderWorkerSet",
         "NetworkPolicy",  # a group the plan no longer runs, or a plan no longer multi-node
     }
     assert cache_of("Deployment") is Cache.DEPLOYMENTS
+    assert cache_of("ScaledObject") is Cache.SCALED_OBJECTS
+    assert BY_KIND["ScaledObject"].optional, "KEDA may be missing: the start does not wait for it"
     assert cache_of("Pod") is None  # pods are read, never applied
     assert Cache.MODELS not in {k.cache for k in watched(catalog_enabled=False)}
     assert Cache.MODELS in {k.cache for k in watched(catalog_enabled=True)}

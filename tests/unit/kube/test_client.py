@@ -84,7 +84,7 @@ def test_every_kind_the_controller_touches_is_registered() -> None:
     wanted = {
         "InferenceService", "InferenceServiceClass", "InferenceRecipe", "Model", "ClusterModel", "Secret",
         "ConfigMap", "Service", "Pod", "Event", "Lease", "PersistentVolumeClaim", "Deployment",
-        "HorizontalPodAutoscaler", "Ingress", "Certificate", "ResourceClaimTemplate", "ResourceClaim",
+        "HorizontalPodAutoscaler", "ScaledObject", "Ingress", "Certificate", "ResourceClaimTemplate", "ResourceClaim",
         "ResourceSlice", "DeviceClass", "PriorityClass",
     }  # fmt: skip
     assert wanted <= {kind for _, kind in RESOURCES}

@@ -37,6 +37,28 @@ from webhook.validate_class import class_problems
             id="equal replica bounds are allowed",
         ),
         pytest.param(
+            make_class(spec__scaling={"metric": "KVCacheUtilization", "target": 100}),
+            id="a KV cache target of 100 percent is allowed",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"metric": "QueueDepth", "target": 101}),
+            id="a queue depth target above 100 is allowed",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"target": 101}),
+            id="a target above 100 is allowed with the default metric",
+        ),
+        pytest.param(
+            make_class(
+                spec__scaling={"metric": "RunningRequests", "target": 1, "scaleDownStabilizationSeconds": 0}
+            ),
+            id="the smallest target and no scale-down window are allowed",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"scaleDownStabilizationSeconds": 3600}),
+            id="a scale-down window of an hour is allowed",
+        ),
+        pytest.param(
             make_class(
                 spec__placement__selector='device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0'
                 ' && device.attributes["gpu.nvidia.com"].driverVersion.isGreaterThan(semver("550.0.0"))'
@@ -154,6 +176,42 @@ def test_a_valid_class_has_no_problems(klass: dict[str, Any]) -> None:
             make_class(spec__scaling={"minReplicas": "two"}),
             ['`spec.scaling.minReplicas`: must be an integer, not "two"'],
             id="replica bounds are integers",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"metric": "KVCacheUtilization", "target": 101}),
+            [
+                "`spec.scaling.target`: must be at most 100 (a percent of the KV cache) when "
+                "`spec.scaling.metric` is `KVCacheUtilization`, not 101"
+            ],
+            id="a KV cache target is a percent",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"metric": "CPU"}),
+            [
+                "`spec.scaling.metric`: must be one of `QueueDepth`, `KVCacheUtilization` or "
+                '`RunningRequests`, not "CPU"'
+            ],
+            id="the metric is one of the runtime's signals",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"target": 0}),
+            ["`spec.scaling.target`: must be at least 1, not 0"],
+            id="the target is at least 1",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"metric": "KVCacheUtilization", "target": "80%"}),
+            ['`spec.scaling.target`: must be an integer, not "80%"'],
+            id="the target is an integer",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"scaleDownStabilizationSeconds": -1}),
+            ["`spec.scaling.scaleDownStabilizationSeconds`: must be at least 0, not -1"],
+            id="the scale-down window is not negative",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"scaleDownStabilizationSeconds": 3601}),
+            ["`spec.scaling.scaleDownStabilizationSeconds`: must be at most 3600, not 3601"],
+            id="the scale-down window is at most an hour",
         ),
         pytest.param(
             make_class(spec__exposure={"type": "Public", "authentication": "Basic"}),
