@@ -31,7 +31,7 @@ import yaml
 from kubernetes import client as k8s
 
 from devtools import procs, tiny_models
-from devtools.cluster.components import cert_manager
+from devtools.cluster.components import cert_manager, keda
 from devtools.cluster.handle import Cluster, Kubectl
 from devtools.cluster.identity import service_account_kubeconfig
 from devtools.product.controller import NAMESPACE, SETTINGS_CONFIGMAP, ControllerProcess
@@ -174,10 +174,14 @@ class Platform:
 
 
 def install_product(kubectl: Kubectl, *, field_manager: str) -> None:
-    """cert-manager's CRDs (Established), the namespace, the bundled class and recipe, the shipped RBAC
+    """cert-manager's and KEDA's CRDs (Established: every single-node order has a ScaledObject), the namespace, the bundled class and recipe, the shipped RBAC
     (the controller runs as its ServiceAccount)."""
     kubectl("apply", "--server-side", "--force-conflicts", "-f", str(cert_manager.crds_dir()))
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io")
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(keda.crds_dir()))
+    kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s",
+        "crd/certificates.cert-manager.io", "crd/scaledobjects.keda.sh",
+    )  # fmt: skip
     kubectl("create", "namespace", NS, check=False)
     fm = f"--field-manager={field_manager}"
     kubectl(
@@ -267,6 +271,7 @@ def running_platform(
             platformCAFile=str(ca_file),
             hfEndpoint=mirror.url,
             modelFetcherMetricsAddressOverride=f"127.0.0.1:{fetcher_port}",
+            **({"prometheusServerAddress": scaling.prometheus_url} if scaling else {}),
         )
         controller = ControllerProcess(kubeconfig=sa_kubeconfig, env=controller_env(), log_dir=tmp)
         p = Platform(

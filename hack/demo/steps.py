@@ -15,7 +15,7 @@ import yaml
 
 from devtools import procs, tiny_models
 from devtools.cluster import pki
-from devtools.cluster.components import cert_manager, lws, vllm_cpu
+from devtools.cluster.components import cert_manager, keda, lws, vllm_cpu
 from devtools.cluster.components.base import Target
 from devtools.cluster.established import wait_established
 from devtools.cluster.identity import service_account_kubeconfig
@@ -51,11 +51,15 @@ def cluster_up(demo: Demo) -> None:
 
 
 def install(demo: Demo) -> None:
-    say("cert-manager CRDs (from its Go module), our CRDs, RBAC, the default-llm class, the vllm recipe")
+    say(
+        "cert-manager and KEDA CRDs (from their Go modules), our CRDs, RBAC, the default-llm class, the vllm recipe"
+    )
     apply = ("apply", "--server-side", "--force-conflicts", "--field-manager=demo")
     demo.kubectl(*apply, "-f", str(cert_manager.crds_dir()))
+    demo.kubectl(*apply, "-f", str(keda.crds_dir()))
     demo.kubectl(*apply, "-k", str(demo.root / "deploy" / "crds"))
-    names = [f"crd/{n}.ai.deckhouse.io" for n in OUR_CRDS] + ["crd/certificates.cert-manager.io"]
+    names = [f"crd/{n}.ai.deckhouse.io" for n in OUR_CRDS]
+    names += ["crd/certificates.cert-manager.io", "crd/scaledobjects.keda.sh"]
     if not wait_established(demo.kubectl, names, timeout=120):
         raise RuntimeError(f"CRDs not Established after 120 s: {', '.join(names)}")
     demo.kubectl(*apply, "-k", str(LOCAL_OVERLAY))

@@ -21,6 +21,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from devtools import wait
+from devtools.cluster.components import keda
 from devtools.cluster.handle import Cluster, Kubectl, running_cluster
 
 T = TypeVar("T")
@@ -92,12 +93,15 @@ def crds(kubectl: Kubectl) -> None:
         str(ROOT / "deploy" / "crds" / "inferencerecipes.yaml"),
         "-f",
         str(ROOT / "tests" / "manifests" / "catalog-crds.yaml"),
+        "-f",
+        str(keda.crds_dir()),  # every single-node order has a ScaledObject, KEDA running or not
     )
     kubectl(
         "wait",
         "--for=condition=Established",
         "--timeout=60s",
         "crd",
+        "scaledobjects.keda.sh",
         "inferenceservices.ai.deckhouse.io",
         "inferenceserviceclasses.ai.deckhouse.io",
         "inferencerecipes.ai.deckhouse.io",
