@@ -118,3 +118,35 @@ def test_one_replica_of_two_preempted_serves_on_the_other_and_is_degraded_past_t
     assert c[r.SCALING_HEALTHY] == ("False", r.SCALE_UP_BLOCKED)
     assert "cannot allocate all claims" in intents.verdicts[r.SCALING_HEALTHY].message
     assert st.phase == "Degraded"
+
+
+# ------------------------------------------------------------------ with patches/0001 applied
+
+
+def test_the_message_says_the_replica_was_preempted() -> None:
+    plan = plan_on(GPU)
+    victim = preempted(serving(plan).pods[0])
+    intents, _ = judged((victim,))
+    assert f"Pod {VICTIM} was preempted by the scheduler" in intents.verdicts[r.WORKLOAD_READY].message
+    new = pod("support-llm-6f7d9-fghij", plan, unschedulable=REFUSED, since=NOW - 3)
+    intents, _ = judged((victim, new))
+    message = intents.verdicts[r.WORKLOAD_READY].message
+    assert message.startswith("Pod support-llm-6f7d9-fghij cannot be scheduled")
+    assert f"Pod {VICTIM} was preempted" in message
+
+
+def test_a_deployment_that_still_counts_the_preempted_replica_is_not_believed() -> None:
+    """The pod event comes before the Deployment controller's count (70 ms on an idle plane,
+    test_dra_preemption; longer on a busy one): while every pod the caches hold is leaving, the
+    order is not Ready even though the Deployment still says 1 available."""
+    plan = plan_on(GPU)
+    victim = preempted(serving(plan).pods[0])
+    s = serving(plan, deployment=deployment(plan, available=1), pods=(victim,))
+    _intents, st = decide_and_build(s, run_planner(s, plan_decision(s)))
+    c = conditions_of(st)
+    assert c[r.WORKLOAD_READY] == ("False", r.PROGRESSING)
+    assert c[r.READY] == ("False", r.PROGRESSING)
+    # a rolling update: the old pod leaves while the new one serves: Available
+    s = serving(plan, deployment=deployment(plan, available=1), pods=(victim, pod("new", plan, running=True)))
+    _, st = decide_and_build(s, run_planner(s, plan_decision(s)))
+    assert conditions_of(st)[r.READY] == ("True", r.SERVING)
