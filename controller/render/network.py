@@ -45,10 +45,25 @@ SCALE_DOWN_PODS, SCALE_DOWN_PERIOD_SECONDS = 1, 60
 
 # The runtime's series for each metric (vLLM's names), how they are summed over the order's pods,
 # and the HPA metric type KEDA gives the trigger.
+SIGNAL_WINDOW = "1m"
+"""vLLM's signals are gauges read at the scrape instant. Under a closed loop of clients the queue swings
+between 0 and its peak from one scrape to the next, and the HPA's scale-up window keeps the lowest
+recommendation it saw, so an unsmoothed queue rarely grows an order (measured on the plane: a real
+vLLM with 3-4 waiting at most scrapes stayed at 1 replica). The HPA therefore sees each pod's mean over
+the last minute (12 scrapes at 5 s)."""
 _QUERIES: dict[str, tuple[str, str]] = {
-    "QueueDepth": ("sum(vllm:num_requests_waiting{{{sel}}})", "AverageValue"),
-    "RunningRequests": ("sum(vllm:num_requests_running{{{sel}}})", "AverageValue"),
-    "KVCacheUtilization": ("100 * avg(vllm:kv_cache_usage_perc{{{sel}}})", "Value"),
+    "QueueDepth": (
+        f"sum(avg_over_time(vllm:num_requests_waiting{{{{{{sel}}}}}}[{SIGNAL_WINDOW}]))",
+        "AverageValue",
+    ),
+    "RunningRequests": (
+        f"sum(avg_over_time(vllm:num_requests_running{{{{{{sel}}}}}}[{SIGNAL_WINDOW}]))",
+        "AverageValue",
+    ),
+    "KVCacheUtilization": (
+        f"100 * avg(avg_over_time(vllm:kv_cache_usage_perc{{{{{{sel}}}}}}[{SIGNAL_WINDOW}]))",
+        "Value",
+    ),
 }
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # whole string (fullmatch: no "\n" after $)
 

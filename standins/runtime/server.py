@@ -542,11 +542,16 @@ class ControlHandler(BaseHTTPRequestHandler):
         self._text(200, raw, content_type)
 
     def _text(self, status: int, raw: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+        """The answer; a scraper that gave up meanwhile (its timeout is shorter than a busy real
+        runtime's ``/metrics`` here) is let go without a traceback."""
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _control(self, method: str) -> None:
         state = self.server.state

@@ -10,7 +10,8 @@ HPA controller sets the Deployment's replicas. Load goes through the entry addre
   asked for more replicas than the fleet can place, and reads ``Degraded / ScaleUpBlocked`` while its
   requests keep being answered, then ``Ready`` once the load is gone.
 - On real vLLM (a tiny model, ``--max-num-seqs 2`` so that load queues): the order grows from 1 to 2
-  ready replicas under load, never shrinks while loaded, and returns to 1 once quiet.
+  ready replicas under load, never shrinks while loaded, and returns to 1 once quiet. The times are
+  printed, not asserted (a generous timeout only): ``python -m bench.autoscale`` measures them.
 
 Slow: two real vLLM starts, and the HPA's windows.
 """
@@ -194,11 +195,13 @@ def test_an_order_on_real_vllm_grows_under_load_and_returns_to_min_when_quiet(
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    body = {"model": model, "messages": [{"role": "user", "content": "count to twenty"}], "max_tokens": 48}
+    # Six clients on two sequences at a time: about four waiting, so the HPA wants ceil(4 / 2) = 2.
+    # Short answers keep the first replica from starving the second one's start of CPU.
+    body = {"model": model, "messages": [{"role": "user", "content": "count to twenty"}], "max_tokens": 16}
     try:
         began = time.monotonic()
-        with running_load(target_of(platform, ns, "o"), body, clients=8) as load:
-            wait_for(lambda: replicas(platform, ns, "o"), lambda r: r[1] >= 2, timeout=300, interval=2,
+        with running_load(target_of(platform, ns, "o"), body, clients=6) as load:
+            wait_for(lambda: replicas(platform, ns, "o"), lambda r: r[1] >= 2, timeout=600, interval=2,
                      message="2 ready replicas under load")  # fmt: skip
             grown = time.monotonic() - began
             quiet = time.monotonic()

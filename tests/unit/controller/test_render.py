@@ -186,7 +186,7 @@ def test_the_scaled_object_follows_the_queue_depth_within_the_class_bounds_by_de
                 "metricType": "AverageValue",
                 "metadata": {
                     "serverAddress": "http://prom.example:9090",
-                    "query": 'sum(vllm:num_requests_waiting{namespace="support",order="support-llm"})',
+                    "query": 'sum(avg_over_time(vllm:num_requests_waiting{namespace="support",order="support-llm"}[1m]))',
                     "threshold": "2",
                 },
             }
@@ -200,7 +200,7 @@ def test_the_scaled_object_follows_the_queue_depth_within_the_class_bounds_by_de
     [
         pytest.param(
             {"metric": "KVCacheUtilization", "scaleDownStabilizationSeconds": 600},
-            '100 * avg(vllm:kv_cache_usage_perc{namespace="support",order="support-llm"})',
+            '100 * avg(avg_over_time(vllm:kv_cache_usage_perc{namespace="support",order="support-llm"}[1m]))',
             "Value",
             "80",
             600,
@@ -208,7 +208,7 @@ def test_the_scaled_object_follows_the_queue_depth_within_the_class_bounds_by_de
         ),
         pytest.param(
             {"metric": "RunningRequests", "target": 5, "scaleDownStabilizationSeconds": 0},
-            'sum(vllm:num_requests_running{namespace="support",order="support-llm"})',
+            'sum(avg_over_time(vllm:num_requests_running{namespace="support",order="support-llm"}[1m]))',
             "AverageValue",
             "5",
             0,
@@ -216,7 +216,7 @@ def test_the_scaled_object_follows_the_queue_depth_within_the_class_bounds_by_de
         ),
         pytest.param(
             {"metric": "QueueDepth", "target": 7},
-            'sum(vllm:num_requests_waiting{namespace="support",order="support-llm"})',
+            'sum(avg_over_time(vllm:num_requests_waiting{namespace="support",order="support-llm"}[1m]))',
             "AverageValue",
             "7",
             300,
@@ -262,7 +262,7 @@ def test_the_query_refuses_a_namespace_or_name_that_is_not_a_dns_label(namespace
 def test_the_query_accepts_the_longest_dns_label_and_digits() -> None:
     name = "a" + "0" * 61 + "z"
     query, _ = render.prometheus_query("RunningRequests", "9ns", name)
-    assert query == f'sum(vllm:num_requests_running{{namespace="9ns",order="{name}"}})'
+    assert query == f'sum(avg_over_time(vllm:num_requests_running{{namespace="9ns",order="{name}"}}[1m]))'
 
 
 def test_the_issued_tls_secret_carries_the_label_the_controllers_secret_informer_selects() -> None:
