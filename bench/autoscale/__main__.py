@@ -95,7 +95,7 @@ def plot(samples: list[Sample], *, load_at: float, quiet_at: float, out: pathlib
 
 def main(argv: list[str] | None = None) -> int:
     a = argparse.ArgumentParser(prog="python -m bench.autoscale", description=__doc__)
-    a.add_argument("--clients", type=int, default=8)
+    a.add_argument("--clients", type=int, default=10)
     a.add_argument("--load-seconds", type=float, default=300)
     a.add_argument("--quiet-seconds", type=float, default=300)
     a.add_argument("--plot", type=pathlib.Path, default=ROOT / "docs" / "img" / "autoscale.png")
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             body: dict[str, Any] = {
                 "model": model,
                 "messages": [{"role": "user", "content": "count to twenty"}],
-                "max_tokens": 48,
+                "max_tokens": 16,
             }
             load_at = time.monotonic()
             with running_load(target, body, clients=args.clients) as load:

@@ -32,6 +32,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -39,7 +40,15 @@ from pathlib import Path
 from typing import Any
 
 from devtools.podrunner import volumes as vol
-from devtools.podrunner.launch import ImageRun, Launch, LaunchError, PodObjects, plan_launch
+from devtools.podrunner.launch import (
+    FETCHER_PORT_ENV,
+    ImageRun,
+    Launch,
+    LaunchError,
+    PodObjects,
+    listen_port,
+    plan_launch,
+)
 
 SCRIPT_NAME = "podrunner"
 
@@ -77,6 +86,32 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+_HELD: set[int] = set()
+"""Ports given to the launches of this process and not released yet. A runtime binds its port only once
+its model is loaded (about a minute for vLLM), so a bind test alone gave two pods started together,
+two replicas of one order, the same rendered port."""
+_HELD_LOCK = threading.Lock()
+
+
+def _taken(port: int) -> bool:
+    return port in _HELD or port_taken(port)
+
+
+def _free() -> int:
+    while (port := free_port()) in _HELD:
+        pass
+    return port
+
+
+def _ports(launch: Launch) -> set[int]:
+    """The ports ``launch`` listens on: its ``--port`` and the fetcher's metrics port."""
+    out = {p for p in (listen_port(launch),) if p}
+    fetcher = launch.env.get(FETCHER_PORT_ENV, "")
+    if fetcher.isdigit() and int(fetcher):
+        out.add(int(fetcher))
+    return out
 
 
 def mount_script(launch: Launch, volumes: Mapping[str, Path]) -> str:
@@ -179,7 +214,12 @@ class PodRunner:
     def _spawn(self, container: Mapping[str, Any]) -> subprocess.Popen[bytes]:
         if os.geteuid() != 0:
             raise LaunchError("the pod runner needs root: each container runs under `unshare --mount`")
-        launch = plan_launch(container, self.objects, self.images, taken=port_taken, free=free_port)
+        with _HELD_LOCK:
+            before = self.launches.get(str(container["name"]))
+            if before is not None:
+                _HELD.difference_update(_ports(before))
+            launch = plan_launch(container, self.objects, self.images, taken=_taken, free=_free)
+            _HELD.update(_ports(launch))
         self.launches[launch.name] = launch
         with self.log(launch.name).open("ab") as out:
             proc = subprocess.Popen(
@@ -259,6 +299,9 @@ class PodRunner:
     def stop(self, grace: float = 30.0) -> None:
         for proc in self.processes.values():
             self._end(proc, grace=grace)
+        with _HELD_LOCK:
+            for launch in self.launches.values():
+                _HELD.difference_update(_ports(launch))
         vol.remove(self._scratch)
         self._scratch = []
 

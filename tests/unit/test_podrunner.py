@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from devtools.podrunner import ImageRun, InitContainerError, LaunchError, PodObjects, PodRunner, plan_launch
-from devtools.podrunner.launch import expand, listen
-from devtools.podrunner.runner import group_members, mount_script, process_argv
+from devtools.podrunner.launch import expand, listen, listen_port
+from devtools.podrunner.runner import free_port, group_members, mount_script, process_argv
 
 POD = PodObjects(
     name="p-0",
@@ -205,3 +205,30 @@ def test_a_secret_volume_has_the_kubelets_layout_and_updates_by_a_swap(tmp_path:
     assert (into / "tls.crt").read_text() == "NEW" and (into / "tls.key").read_text() == "KEY2"
     assert (into / "..data").resolve() != first and not first.exists()  # the old directory is gone
     assert oct((into / "..data" / "tls.key").stat().st_mode & 0o777) == "0o600"
+
+
+@needs_root
+def test_two_pods_started_together_never_get_the_same_port(tmp_path: Path) -> None:
+    """Two replicas of one order render the same ``--port``; neither has bound it when the second
+    starts (vLLM binds after loading), so the runner itself must not hand the port out twice."""
+    port = free_port()
+    pod = {
+        "containers": [{"name": "main", "image": "sh", "args": ["sleep 30", "--port", str(port)]}],
+        "volumes": [],
+    }
+    first = PodRunner(pod, POD, IMAGES, workdir=tmp_path / "a")
+    second = PodRunner(pod, POD, IMAGES, workdir=tmp_path / "b")
+    try:
+        first.start()
+        second.start()
+        ports = [listen_port(r.launches["main"]) for r in (first, second)]
+        assert ports[0] == port and ports[1] not in (None, port), ports
+    finally:
+        first.stop(grace=2)
+        second.stop(grace=2)
+    third = PodRunner(pod, POD, IMAGES, workdir=tmp_path / "c")
+    try:
+        third.start()
+        assert listen_port(third.launches["main"]) == port  # released by the stopped pods
+    finally:
+        third.stop(grace=2)
