@@ -59,7 +59,13 @@ def test_the_guides_order_reaches_ready_with_endpoint_token_and_every_status_fie
     assert st["model"]["parameterCount"] > 30_000_000_000
     assert st["model"]["contextLength"] == 32768
     assert re.fullmatch(r"[0-9a-f]{40}", st["model"]["revision"])
-    assert st["constraints"] == {"minReplicas": 1, "maxReplicas": 4, "priorityClassName": "inference-default"}
+    assert st["constraints"] == {
+        "minReplicas": 1,
+        "maxReplicas": 4,
+        "priorityClassName": "inference-default",
+        "metric": "QueueDepth",
+        "target": 2,
+    }
     res = st["resolved"]
     for key in (
         "deviceClass",
