@@ -14,6 +14,7 @@ import pytest
 
 from controller import act, booking
 from controller.intents import Evict
+from controller.kube import apply as kapi
 from controller.kube import errors as kerr
 from controller.planner.inventory import Inventory
 from controller.planner.ledger import Ledger, Use
@@ -149,9 +150,9 @@ def test_act_evicts_through_the_eviction_api_and_leaves_a_refusal_for_later(
         if answer is not None:
             raise answer
 
-    monkeypatch.setattr(act.kapi, "evict", evict)
+    monkeypatch.setattr(kapi, "evict", evict)
     monkeypatch.setattr(
-        act.kapi, "get", lambda *a, **kw: {"metadata": {"name": kw["name"], "namespace": kw["namespace"]}}
+        kapi, "get", lambda *a, **kw: {"metadata": {"name": kw["name"], "namespace": kw["namespace"]}}
     )
     recorder = Recorder()
     actor = act.Actor(api=None, metrics=None, recorder=recorder)  # type: ignore[arg-type]
