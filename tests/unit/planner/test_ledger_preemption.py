@@ -160,3 +160,18 @@ def test_act_evicts_through_the_eviction_api_and_leaves_a_refusal_for_later(
     actor._evict(snapshot(lambda o: 0), (e,), {"metadata": {"name": "high", "namespace": "ns"}})
     assert asked == [("ns", "low-pod")]
     assert [ev[:3] for ev in recorder.events] == events
+
+
+def test_decide_carries_the_evictions_and_looks_again_soon() -> None:
+    """The reconcile's intents carry the evictions booking found, and it looks again within
+    ``PREEMPT_AGAIN`` while they stand (mutant: decide drops ``Planning.evict``)."""
+    from controller import decide
+    from controller.snapshot import Planning
+    from tests.unit.controller.snapshots import GPU, plan_on, serving
+
+    e = Evict("ns", "low-pod", "low", 100, "preempted by ns/high (priority 2000)")
+    s = serving(plan_on(GPU))
+    intents = decide.decide(s, Planning(evict=(e,)))
+    assert intents.evict == (e,)
+    assert intents.requeue is not None and intents.requeue <= decide.PREEMPT_AGAIN
+    assert decide.decide(s, Planning()).evict == ()
