@@ -23,7 +23,7 @@ from typing import Any
 
 from controller import render
 from controller.conditions.status import build_status, merge_patch, status_changed, transitions
-from controller.intents import Intents
+from controller.intents import Evict, Intents
 from controller.kube import apply as kapi
 from controller.kube import errors as kerr
 from controller.kube.events import EventRecorder
@@ -35,6 +35,8 @@ from shared.conditions import false
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
+PREEMPTING = "Preempting"  # Event on an order whose plan evicted a lower-priority order's replica
+PREEMPTED = "Preempted"  # Event on the order whose replica was evicted
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +69,44 @@ class Actor:
             applied = False
             intents = with_apply_failure(s, intents, str(e))
         raw = _regarding(s)
+        if applied:
+            self._evict(s, intents.evict, raw)
         for type_, reason, message in intents.events:
             self.event(raw, type_, reason, message)
         return Done(applied, self._write_status(s, intents, raw))
+
+    def _evict(self, s: Snapshot, evictions: tuple[Evict, ...], raw: Obj) -> None:
+        """Evict the pods of lower-priority orders whose devices this order's plan counts on
+        (controller-driven preemption: kube-scheduler does not preempt for DRA devices). Through the
+        Eviction API, so PodDisruptionBudgets hold: a 429 leaves the pod, and the next reconcile asks
+        again; a pod already gone is nothing to do. An Event on each order when a pod is evicted."""
+        me = f"{s.key[0]}/{s.key[1]}"
+        for e in evictions:
+            try:
+                kapi.evict(self.api, namespace=e.namespace, name=e.pod)
+            except kerr.NotFound:
+                continue
+            except kerr.KubeError as err:  # 429 (a PodDisruptionBudget), RBAC, the API server away
+                log.info("eviction of pod %s/%s for %s refused: %s", e.namespace, e.pod, me, err)
+                continue
+            log.info("evicted pod %s/%s of %s for %s", e.namespace, e.pod, e.victim, me)
+            self.event(
+                raw,
+                "Normal",
+                PREEMPTING,
+                f"Evicted pod {e.pod} (a replica of {e.namespace}/{e.victim}, priority "
+                f"{e.victim_priority}): {e.reason}.",
+            )
+            victim = kapi.get(
+                self.api, "ai.deckhouse.io/v1alpha1", "InferenceService", namespace=e.namespace, name=e.victim
+            )
+            if victim is not None:
+                self.event(
+                    victim,
+                    "Warning",
+                    PREEMPTED,
+                    f"Replica pod {e.pod} was evicted: {e.reason}.",
+                )
 
     def _mint_token(self, s: Snapshot) -> None:
         """The token is random (256 bits) and minted once; the order's own Secret is never replaced.

@@ -22,13 +22,13 @@ from pydantic import ValidationError
 from controller import lapse, planning, render
 from controller.act import Done
 from controller.caching import parsed
-from controller.intents import Intents
+from controller.intents import Evict, Intents
 from controller.kinds import Cache
 from controller.live import workload as readings
 from controller.live.workload import own_claim_names
 from controller.metrics import ControllerMetrics
 from controller.observe import Observer
-from controller.planner import LaunchPlan, PlanOutcome, PlanRequest, plan_order
+from controller.planner import LaunchPlan, PlanOutcome, PlanRequest, plan_order, preemption
 from controller.planner.headroom import Room, more_replicas, replica_shape
 from controller.planner.inventory import Inventory
 from controller.planner.ledger import ClaimShape, Ledger, OrderKey, Reservation, Use, shape_of, use_of
@@ -55,7 +55,7 @@ def book(ledger: Ledger, s: Snapshot, metrics: ControllerMetrics) -> Planning:
         return Planning()
     d = planning.plan_decision(s)
     if not d.compute:
-        return Planning(trigger=d.trigger, tried=d.tried)
+        return Planning(trigger=d.trigger, tried=d.tried, evict=_pending_evictions(ledger, s))
     facts, endpoint_type, cspec = s.model.facts, s.model.endpoint_type, s.klass.spec
     assert endpoint_type is not None
     answers: list[PlanOutcome] = []
@@ -78,9 +78,49 @@ def book(ledger: Ledger, s: Snapshot, metrics: ControllerMetrics) -> Planning:
             return None, Use()
         return plan_hash(outcome.plan), use_of(outcome.allocation, outcome.shared_bytes)
 
-    ledger.take(s.key, own_claim_names(s.pods), plan, lambda: claim_shape(answers[-1].plan))
-    metrics.plans.labels(outcome=answers[0].reason).inc()
-    return Planning(outcome=answers[0], trigger=d.trigger, count=d.count, tried=d.tried)
+    priority = preemption.priority_value(render.replica_bounds(cspec)[2], s.priority_values)
+    ledger.take(
+        s.key,
+        own_claim_names(s.pods),
+        plan,
+        lambda: claim_shape(answers[-1].plan),
+        priority=priority if s.priority_of is not None else None,
+        priority_of=s.priority_of,
+    )
+    outcome = answers[-1]  # the last plan run: on the view, or the view less the replicas it preempts
+    metrics.plans.labels(outcome=outcome.reason).inc()
+    evict = evictions(ledger, s, priority)
+    return Planning(
+        outcome=outcome, trigger=d.trigger, count=d.count, tried=d.tried, evict=evict, preempting=bool(evict)
+    )
+
+
+def evictions(ledger: Ledger, s: Snapshot, priority: int) -> tuple[Evict, ...]:
+    """The pods to evict for the order's reservation: those the claims it preempts are reserved for,
+    while those claims are there, of orders of strictly lower priority than ``priority`` (asked
+    again each reconcile, so an eviction refused for a PodDisruptionBudget is tried again)."""
+    out: list[Evict] = []
+    if not s.pods:
+        return ()  # not before the order's own pod waits for the device: the victim's would take it
+    for claim, victim, pods in ledger.preempted(s.key):
+        if victim is None or victim == s.key or s.priority_of is None:
+            continue
+        victim_priority = s.priority_of(victim)
+        if victim_priority >= priority:
+            continue
+        reason = (
+            f"preempted by {s.key[0]}/{s.key[1]} (priority {priority}): its plan needs the device "
+            f"of claim {claim[1]}"
+        )
+        out.extend(Evict(claim[0], pod, victim[1], victim_priority, reason) for pod in pods)
+    return tuple(out)
+
+
+def _pending_evictions(ledger: Ledger, s: Snapshot) -> tuple[Evict, ...]:
+    if s.klass is None or s.priority_of is None or ledger.reserved(s.key) is None:
+        return ()
+    priority = preemption.priority_value(render.replica_bounds(s.klass.spec)[2], s.priority_values)
+    return evictions(ledger, s, priority)
 
 
 def after_act(ledger: Ledger, s: Snapshot, planned: Planning, intents: Intents, done: Done) -> None:

@@ -9,7 +9,7 @@ and the conditions after them are still judged (``Intents.advisory``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from controller import desired, lapse, planning, render
 from controller.conditions import resolve
@@ -73,6 +73,20 @@ class _Draft:
 
 
 def decide(s: Snapshot, p: Planning) -> Intents:
+    intents = _decide(s, p)
+    if not p.evict:
+        return intents
+    return replace(
+        intents,
+        evict=p.evict,
+        requeue=min(intents.requeue, PREEMPT_AGAIN) if intents.requeue is not None else PREEMPT_AGAIN,
+    )
+
+
+PREEMPT_AGAIN = 5.0  # seconds: look again while the replicas the plan preempts are still there
+
+
+def _decide(s: Snapshot, p: Planning) -> Intents:
     d = _Draft()
     serving = planning.workload_runs(s)
     v = resolve.class_verdict(

@@ -8,7 +8,9 @@
 - ``scrape``: the fetcher whose download progress is watched, and whether a scrape is due (the
   progress book runs it); none while no fetcher runs, and then the order's record is dropped;
 - ``mint_token``: the ``<order>-auth`` Secret does not exist yet and must be created once;
-- ``plan``: the plan in force after this reconcile; ``waiting``: requeue on capacity growth.
+- ``plan``: the plan in force after this reconcile; ``waiting``: requeue on capacity growth;
+- ``evict``: pods of lower-priority orders to evict through the Eviction API (honours
+  PodDisruptionBudgets), whose devices this order's plan counts on (controller-driven preemption).
 """
 
 from __future__ import annotations
@@ -27,6 +29,18 @@ class Delete:
     api_version: str
     kind: str
     name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evict:
+    """Evict ``pod`` (of the order ``victim``, priority ``victim_priority``) in ``namespace``:
+    its claim holds a device the plan of an order of higher priority counts on."""
+
+    namespace: str
+    pod: str
+    victim: str  # the victim order's name (same namespace as its claim)
+    victim_priority: int
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +72,4 @@ class Intents:
     mint_token: bool = False
     plan: LaunchPlan | None = None
     waiting: bool = False
+    evict: tuple[Evict, ...] = ()

@@ -35,7 +35,7 @@ from controller.modelhub.client import (
     ModelNotReady,
     ModelSourceUnavailable,
 )
-from controller.planner import LaunchPlan
+from controller.planner import LaunchPlan, preemption
 from controller.planner.ledger import Ledger
 from controller.snapshot import Capacity, ModelObservation, Snapshot
 from controller.store import Store
@@ -122,7 +122,25 @@ class Observer:
                 wants_token=bool(klass and render.requires_token(klass.spec)) and auth.token is None,
                 in_force=in_force is not None,
             ),
+            priority_values=(values := self._priority_values()),
+            priority_of=lambda key: self._priority_of(key, values),
         )
+
+    def _priority_values(self) -> dict[str, int]:
+        """PriorityClass name -> value (empty when PriorityClasses are not watched)."""
+        if not self.store.watches(Cache.PRIORITY_CLASSES):
+            return {}
+        return {
+            str(p["metadata"]["name"]): int(p.get("value") or 0)
+            for p in self.store.list(Cache.PRIORITY_CLASSES)
+        }
+
+    def _priority_of(self, order: tuple[str, str], values: dict[str, int]) -> int:
+        """An order's priority: its status.constraints.priorityClassName's value in ``values`` (the
+        PriorityClasses read once per snapshot; 0 when unknown)."""
+        raw = self.store.get(Cache.ORDERS, order[0], order[1])
+        name = (((raw or {}).get("status") or {}).get("constraints") or {}).get("priorityClassName")
+        return preemption.priority_value(name, values)
 
     def _held(
         self, order: InferenceService, owned: tuple[Obj, ...], *, wants_token: bool, in_force: bool

@@ -6,11 +6,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from controller.config.settings import Settings
+from controller.intents import Evict
 from controller.live.probe_state import ProbeState as ProbeState  # re-exported: a field of the snapshot
 from controller.live.progress import FetchProgress
 from controller.model_facts.facts import ModelFacts
@@ -78,6 +79,11 @@ class Snapshot:
     # what observe read by name of the names the order writes and its caches lack (None: free);
     # a name missing here is not written yet (``controller.live.takeover``)
     held: Mapping[tuple[str, str], Obj | None] = field(default_factory=dict)
+    # PriorityClass name -> value (the PriorityClass informer; empty when not watched), and every
+    # order's priority (``preemption.priority_value`` of its status.constraints.priorityClassName):
+    # the ledger preempts lower-priority orders' replicas for this one with them (None: never)
+    priority_values: Mapping[str, int] = field(default_factory=dict)
+    priority_of: Callable[[tuple[str, str]], int] | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -98,3 +104,5 @@ class Planning:
     trigger: str = ""
     count: bool = False
     tried: tuple[str, ...] = ()
+    evict: tuple[Evict, ...] = ()  # pods of lower-priority orders whose devices the plan counts on
+    preempting: bool = False  # the plan booked this reconcile preempts (Events are due)

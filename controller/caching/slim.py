@@ -12,7 +12,8 @@ Kinds with large parts no reader uses keep only the parts read:
   ``controller.live.workload``, ``controller.live.group_status`` and ``controller.live.progress``;
 - a ResourceClaim keeps its metadata, ``spec.devices`` (what it asks for: the ledger's
   ``shapes.shape_of`` tells the claims of a plan by it) and ``status.allocation`` (the ledger's
-  ``claim_use``, ``observe._allocated``);
+  ``claim_use``, ``observe._allocated``) and ``status.reservedFor`` (the pods to evict when an order
+  of higher priority preempts it);
 - a Secret keeps only what ``controller.live.auth_token`` and ``controller.live.takeover`` read: its
   identity, a few ownerReferences, the order label, cert-manager's certificate-name annotation,
   and the token of an ``<order>-auth`` Secret when it is token-sized. Any namespace member can
@@ -80,7 +81,7 @@ def resource_claim(obj: Obj) -> Obj:
     devices = (obj.get("spec") or {}).get("devices")
     if devices is not None:
         out["spec"] = {"devices": devices}
-    out["status"] = {"allocation": status["allocation"]} if "allocation" in status else {}
+    out["status"] = {k: status[k] for k in ("allocation", "reservedFor") if k in status}
     return _interned_obj(out)
 
 

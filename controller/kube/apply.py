@@ -36,6 +36,7 @@ __all__ = [
     "create",
     "create_event",
     "delete",
+    "evict",
     "get",
     "list_objects",
     "patch_status",
@@ -240,4 +241,19 @@ def create_event(
         "POST",
         path_for(resource_for("events.k8s.io/v1", "Event"), namespace=namespace),
         body=event,
+    )
+
+
+def evict(api_client: ApiClient, *, namespace: str, name: str) -> None:
+    """Evict a pod through the Eviction API (``policy/v1`` Eviction on ``pods/eviction``), which
+    honours its PodDisruptionBudgets: a budget that allows no disruption answers 429
+    (``ApiUnavailable``: try again later); ``NotFound`` when the pod is gone."""
+    body: Obj = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
+    }
+    pods = resource_for("v1", "Pod")
+    request(
+        api_client, "POST", path_for(pods, namespace=namespace, name=name, subresource="eviction"), body=body
     )

@@ -28,6 +28,7 @@ class Claim:
     order: OrderKey | None  # from the order label; None: no order's claim
     shape: ClaimShape | None  # what it asks for (``controller.planner.shapes``)
     live: bool  # not being deleted
+    pods: tuple[str, ...] = ()  # the pods it is reserved for (``status.reservedFor``)
 
 
 def read_claim(obj: Mapping[str, Any], known: Mapping[DeviceKey, Device]) -> Claim:
@@ -38,6 +39,11 @@ def read_claim(obj: Mapping[str, Any], known: Mapping[DeviceKey, Device]) -> Cla
         order=(str(meta.get("namespace", "")), owner) if owner else None,
         shape=shape_of((obj.get("spec") or {}).get("devices")),
         live=not meta.get("deletionTimestamp"),
+        pods=tuple(
+            str(ref.get("name"))
+            for ref in (obj.get("status") or {}).get("reservedFor") or ()
+            if ref.get("resource") == "pods" and ref.get("name")
+        ),
     )
 
 
@@ -110,12 +116,16 @@ def over_committed(claims: ClaimBook, reservations: Mapping[OrderKey, Reservatio
     - a reservation overlapping the order's own claim;
     - a reservation whose order's own claims already hold as many whole devices as it reserves:
       the scheduler put them elsewhere (a plan names a product, not a device), and another
-      order's claim may take the reserved device before settle frees it."""
+      order's claim may take the reserved device before settle frees it;
+    - a reservation overlapping the claims it preempts (``Reservation.preempts``): the controller
+      evicts their pods, and the overlap ends when those claims are deleted."""
     out: set[DeviceKey] = set()
     seen: dict[DeviceKey, OrderKey | None] = {}  # device -> the order of the claim on it
-    for _, claim in claims.items():
+    seen_claim: dict[DeviceKey, ClaimKey] = {}  # device -> the claim on it
+    for key, claim in claims.items():
         out.update(k for k in claim.use.whole if k in seen)
         seen.update(dict.fromkeys(claim.use.whole, claim.order))
+        seen_claim.update(dict.fromkeys(claim.use.whole, key))
     booked: set[DeviceKey] = set()
     for order, reservation in reservations.items():
         wanted = len(reservation.use.whole)
@@ -126,6 +136,6 @@ def over_committed(claims: ClaimBook, reservations: Mapping[OrderKey, Reservatio
             if k in booked:
                 out.add(k)
             booked.add(k)
-            if k in seen and seen[k] != order:
+            if k in seen and seen[k] != order and seen_claim[k] not in reservation.preempts:
                 out.add(k)
     return sorted(out)

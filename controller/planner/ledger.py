@@ -28,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from controller.planner.claims import ClaimBook, OrderKey, covers, over_committed, read_claim
+from controller.planner import preemption
+from controller.planner.claims import ClaimBook, ClaimKey, OrderKey, covers, over_committed, read_claim
 from controller.planner.inventory import Device, DeviceKey, Inventory
 from controller.planner.roster import Fleet
 from controller.planner.shapes import ClaimShape, shape_of
@@ -147,6 +148,9 @@ class Ledger:
         own_claims: Iterable[str],
         plan: Callable[[Inventory], tuple[str | None, Use]],
         shape: Callable[[], ClaimShape | None] = lambda: None,
+        *,
+        priority: int | None = None,
+        priority_of: Callable[[OrderKey], int] | None = None,
     ) -> None:
         """Run ``plan`` on the order's view and book what it returns, atomically.
 
@@ -154,10 +158,41 @@ class Ledger:
         the order's previous reservation is released). ``shape``, asked after ``plan``: what the
         plan's claims will ask for (``shapes.shape_of`` of its claim template's devices); without
         it only ``settle`` drops the reservation.
+
+        Preemption (``priority`` and ``priority_of`` given, the controller evicts): when nothing
+        fits the view, ``plan`` runs again on the view less the replicas of strictly lower-priority
+        orders (``preemption.victims``), taking them lowest first, one more each time, until it
+        fits or none is left; the reservation records the claims whose devices the plan counts on
+        (``Reservation.preempts``), never more.
         """
         with self._lock:
-            plan_hash, use = plan(self._view(order, frozenset(own_claims)))
-            self._reserve(order, plan_hash, use, shape() if plan_hash is not None else None)
+            view = self._view(order, frozenset(own_claims))
+            plan_hash, use = plan(view)
+            taken: frozenset[ClaimKey] = frozenset()
+            if plan_hash is None and priority is not None and priority_of is not None:
+                held = preemption.replicas(self._claims.items(), priority_of)
+                victims = preemption.victims(order, priority, held)
+                if victims and plan(preemption.without(view, victims))[0] is not None:
+                    for n in range(1, len(victims) + 1):
+                        plan_hash, use = plan(preemption.without(view, victims[:n]))
+                        if plan_hash is not None:
+                            taken = frozenset(
+                                (r.order[0], r.name) for r in victims[:n] if r.use.keys & use.keys
+                            )
+                            break
+            self._reserve(order, plan_hash, use, shape() if plan_hash is not None else None, taken)
+
+    def preempted(self, order: OrderKey) -> tuple[tuple[ClaimKey, OrderKey | None, tuple[str, ...]], ...]:
+        """The claims the order's reservation preempts that are still there: (claim, its order,
+        the pods it is reserved for), the pods to evict."""
+        with self._lock:
+            reservation = self._reservations.get(order)
+            out = []
+            for key in sorted(reservation.preempts if reservation else ()):
+                claim = self._claims.get(key)
+                if claim is not None and claim.live:
+                    out.append((key, claim.order, claim.pods))
+            return tuple(out)
 
     def look(
         self, order: OrderKey, answer: Callable[[Inventory, frozenset[str], Reservation | None], T]
@@ -238,12 +273,21 @@ class Ledger:
 
     # ------------------------------------------------------------------ internals
 
-    def _reserve(self, order: OrderKey, plan_hash: str | None, use: Use, shape: ClaimShape | None) -> None:
+    def _reserve(
+        self,
+        order: OrderKey,
+        plan_hash: str | None,
+        use: Use,
+        shape: ClaimShape | None,
+        preempts: frozenset[ClaimKey] = frozenset(),
+    ) -> None:
         old = self._reservations.pop(order, None)
         if old is not None:
             self._usage.remove(old.use)
         if plan_hash is not None and use.keys:
-            self._reservations[order] = Reservation(plan_hash, use, shape, self._claims.names_of(order))
+            self._reservations[order] = Reservation(
+                plan_hash, use, shape, self._claims.names_of(order), preempts
+            )
             self._usage.add(use)
         if old is not None and old.use.keys - use.keys:
             self._epoch += 1

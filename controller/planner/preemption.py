@@ -17,10 +17,14 @@ Whether the planner may count them as available is a fact about the kube-schedul
 choice: it is measured by tests/integration/test_dra_preemption.py. kube-scheduler v1.37.2 does
 NOT preempt for DRA devices (its DRA filter refuses a node whose devices are taken as
 ``UnschedulableAndUnresolvable``, and the plugin has no ``RemovePod`` for the preemption dry run),
-so ``SCHEDULER_PREEMPTS_FOR_DRA`` is False and ``available_to`` returns the view unchanged: a
-higher-priority order waits (``NoCapacity``) like any other rather than book a place the
-scheduler will never free. Only a controller that evicts the victims itself could use the
-devices ``victims`` names (a deleted victim pod frees its device in well under a second).
+so ``SCHEDULER_PREEMPTS_FOR_DRA`` is False and ``available_to`` (the scheduler's preemption)
+returns the view unchanged. The controller preempts instead: ``Ledger.take``, given the order's
+priority, plans again on ``without(view, victims[:n])`` (lowest first, one more each time) when
+nothing fits the view, records the claims the plan counts on (``Reservation.preempts``), and the
+order's reconcile evicts the pods those claims are reserved for through the Eviction API
+(``booking.evictions``, ``act.Actor._evict``; a deleted victim pod frees its device in well under a
+second). Multi-node victims are taken claim by claim (the claim book does not know a claim's pod
+group): only single-node replicas are preempted whole.
 """
 
 from __future__ import annotations

@@ -31,12 +31,15 @@ class Use:
 class Reservation:
     """A plan's place, until the order's claims stand for it. ``shape``: what the plan's claims ask
     for (None: unknown, only ``settle`` drops it); ``prior``: the order's claims allocated when it was
-    made, which stand for an earlier plan, never for this one."""
+    made, which stand for an earlier plan, never for this one; ``preempts``: the claims (namespace,
+    name) of lower-priority orders' replicas whose devices the plan counts on, which the controller
+    evicts (``controller.planner.preemption``): until they are gone the reservation overlaps them."""
 
     plan_hash: str
     use: Use
     shape: ClaimShape | None = None
     prior: frozenset[str] = frozenset()
+    preempts: frozenset[tuple[str, str]] = frozenset()
 
 
 def claim_use(claim: Obj, known: Mapping[DeviceKey, Device]) -> Use:

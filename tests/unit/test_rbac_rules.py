@@ -89,3 +89,9 @@ def test_hpas_are_only_read_and_deleted_and_scaled_objects_fully_managed() -> No
         "patch",
         "delete",
     }
+
+
+def test_the_controller_may_evict_pods_and_not_delete_them() -> None:
+    """Controller-driven preemption goes through the Eviction API (PodDisruptionBudgets hold)."""
+    assert verbs("", "pods/eviction") == {"create"}
+    assert "delete" not in verbs("", "pods")
