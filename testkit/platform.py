@@ -79,6 +79,17 @@ class Platform:
         """Where Prometheus answers (``http://127.0.0.1:PORT``), with ``autoscaling=True``."""
         return self.autoscaling.prometheus_url if self.autoscaling else None
 
+    def served_by(self, namespace: str, name: str) -> int:
+        """How many real vLLM processes serve the order: the plane runner routes a pod only once the
+        rendered readiness probe passed on its process. KWOK marks a new pod Ready the moment it is
+        scheduled, before the runner adopts it and reports it not ready, so a Deployment's
+        readyReplicas alone can count, for a moment, a replica that serves nothing."""
+        for r in self.runtime.routes():
+            if r["namespace"] == namespace and r["name"] == name:
+                backends = r["backends"]
+                return len(backends) if isinstance(backends, list) else 0
+        return 0
+
     # -- objects ---------------------------------------------------------------------------
 
     def apply(self, obj: Obj | str) -> None:

@@ -60,7 +60,7 @@ def look(p: Platform) -> Sample:
     return Sample(
         time.monotonic(),
         int(d.get("spec", {}).get("replicas") or 0),
-        int(d.get("status", {}).get("readyReplicas") or 0),
+        min(int(d.get("status", {}).get("readyReplicas") or 0), p.served_by(NS, ORDER)),
         None if desired is None else int(desired),
         queue,
     )

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 class Sample:
     t: float  # time.monotonic()
     wanted: int  # the Deployment's spec.replicas
-    ready: int  # its status.readyReplicas
+    ready: int  # ready replicas that a real vLLM process serves (testkit Platform.served_by)
     desired: int | None  # the HPA's status.desiredReplicas (None: no HPA yet)
     queue: float | None  # Prometheus: the order's summed vllm:num_requests_waiting (None: no answer)
 

@@ -26,6 +26,7 @@ Output goes to ``<workdir>/logs/<container>.log`` (the kubelet's container log).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shlex
 import shutil
@@ -114,6 +115,28 @@ def _ports(launch: Launch) -> set[int]:
     return out
 
 
+OMP_BIND_ENV = "VLLM_CPU_OMP_THREADS_BIND"
+_CPU_USERS: dict[int, int] = {}
+"""Pods per CPU of this process's affinity. vLLM's CPU build binds its engine's OpenMP threads to
+the CPUs it may use ("auto": all but one reserved); two pods here both took CPU 0, and the second
+engine, spinning on the core the first one computed on, never finished starting (more than 4 min).
+Each pod therefore gets the least used CPU as its explicit ``VLLM_CPU_OMP_THREADS_BIND``, as a
+kubelet's static CPU manager gives each pod its own cpuset. A container that sets it keeps its own."""
+
+
+def _claim_cpu() -> int:
+    with _HELD_LOCK:
+        cpus = sorted(os.sched_getaffinity(0))
+        cpu = min(cpus, key=lambda c: (_CPU_USERS.get(c, 0), c))
+        _CPU_USERS[cpu] = _CPU_USERS.get(cpu, 0) + 1
+        return cpu
+
+
+def _release_cpu(cpu: int) -> None:
+    with _HELD_LOCK:
+        _CPU_USERS[cpu] = max(0, _CPU_USERS.get(cpu, 0) - 1)
+
+
 def mount_script(launch: Launch, volumes: Mapping[str, Path]) -> str:
     """The shell program that mounts ``launch``'s volumes and execs its argv (module doc)."""
     lines = ["set -e"]
@@ -194,6 +217,7 @@ class PodRunner:
         self.launches: dict[str, Launch] = {}
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.durations: dict[str, float] = {}
+        self.cpu: int | None = None  # this pod's CPU (``OMP_BIND_ENV``), claimed at its first start
         (workdir / "logs").mkdir(parents=True, exist_ok=True)
 
     def prepare(self) -> None:
@@ -220,6 +244,14 @@ class PodRunner:
                 _HELD.difference_update(_ports(before))
             launch = plan_launch(container, self.objects, self.images, taken=_taken, free=_free)
             _HELD.update(_ports(launch))
+        if OMP_BIND_ENV not in launch.env:
+            if self.cpu is None:
+                self.cpu = _claim_cpu()
+            launch = dataclasses.replace(
+                launch,
+                env={**launch.env, OMP_BIND_ENV: str(self.cpu)},
+                changes=(*launch.changes, f"{OMP_BIND_ENV}={self.cpu} (this pod's CPU)"),
+            )
         self.launches[launch.name] = launch
         with self.log(launch.name).open("ab") as out:
             proc = subprocess.Popen(
@@ -302,6 +334,9 @@ class PodRunner:
         with _HELD_LOCK:
             for launch in self.launches.values():
                 _HELD.difference_update(_ports(launch))
+        if self.cpu is not None:
+            _release_cpu(self.cpu)
+            self.cpu = None
         vol.remove(self._scratch)
         self._scratch = []
 

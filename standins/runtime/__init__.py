@@ -120,6 +120,11 @@ class RunningRuntime:
         ``host``, ``backend`` (None when none accepted), bytes ``up`` and ``down``, ``error``."""
         return self._list("forwarded")
 
+    def routes(self) -> list[dict[str, object]]:
+        """The orders routed to real processes (``GET /_standin/routes``): ``namespace``, ``name``,
+        ``backends`` (the ready processes' addresses) and ``pods`` (pod -> backend, when named)."""
+        return self._list("routes")
+
     def requests(self) -> list[dict[str, object]]:
         """The API requests served so far (``GET /_standin/requests``)."""
         return self._list("requests")

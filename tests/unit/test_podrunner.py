@@ -15,7 +15,7 @@ import pytest
 
 from devtools.podrunner import ImageRun, InitContainerError, LaunchError, PodObjects, PodRunner, plan_launch
 from devtools.podrunner.launch import expand, listen, listen_port
-from devtools.podrunner.runner import free_port, group_members, mount_script, process_argv
+from devtools.podrunner.runner import OMP_BIND_ENV, free_port, group_members, mount_script, process_argv
 
 POD = PodObjects(
     name="p-0",
@@ -223,6 +223,9 @@ def test_two_pods_started_together_never_get_the_same_port(tmp_path: Path) -> No
         second.start()
         ports = [listen_port(r.launches["main"]) for r in (first, second)]
         assert ports[0] == port and ports[1] not in (None, port), ports
+        if len(os.sched_getaffinity(0)) > 1:  # each pod its own CPU for vLLM's OpenMP threads
+            binds = [r.launches["main"].env[OMP_BIND_ENV] for r in (first, second)]
+            assert binds[0] != binds[1], binds
     finally:
         first.stop(grace=2)
         second.stop(grace=2)

@@ -185,6 +185,7 @@ def test_an_order_on_real_vllm_grows_under_load_and_returns_to_min_when_quiet(
     platform.wait_phase(ns, "o", "Ready", timeout=900)
     assert_llm_signal(platform, ns, "o", "vllm:num_requests_waiting")
     assert replicas(platform, ns, "o") == (1, 1)
+    assert platform.served_by(ns, "o") == 1
     samples: list[tuple[float, int, int]] = []
     stop = threading.Event()
 
@@ -203,8 +204,9 @@ def test_an_order_on_real_vllm_grows_under_load_and_returns_to_min_when_quiet(
     try:
         began = time.monotonic()
         with running_load(target_of(platform, ns, "o"), body, clients=10) as load:
-            wait_for(lambda: replicas(platform, ns, "o"), lambda r: r[1] >= 2, timeout=600, interval=2,
-                     message="2 ready replicas under load")  # fmt: skip
+            wait_for(lambda: (replicas(platform, ns, "o"), platform.served_by(ns, "o")),
+                     lambda r: r[0][1] >= 2 and r[1] >= 2, timeout=600, interval=2,
+                     message="2 ready replicas under load, each a real vLLM serving")  # fmt: skip
             grown = time.monotonic() - began
             quiet = time.monotonic()
         print(f"autoscaling: 2 ready replicas {grown:.0f} s after the load step; answers {dict(load.counts)}")
