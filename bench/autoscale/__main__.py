@@ -1,7 +1,7 @@
 """``python -m bench.autoscale [--clients N] [--load-seconds S] [--quiet-seconds S] [--plot PATH]``
 
 One order of a tiny chat model on real vLLM (the plane runner; ``--max-num-seqs 2`` so load queues),
-in a class with ``metric: QueueDepth``, ``target: 2``, replicas 1 to 2 and a 30 s scale-down window,
+in a class with ``metric: QueueDepth``, ``target: 1`` (see tests/integration/e2e/test_autoscaling.py), replicas 1 to 2 and a 30 s scale-down window,
 on the local plane with Prometheus and KEDA (started when down). After the order is Ready: ``clients``
 closed-loop senders through the entry address for ``load-seconds`` (the load step), then nothing for
 ``quiet-seconds``. Every 2 s it samples the Deployment's wanted and ready replicas, KEDA's HPA's
@@ -34,7 +34,7 @@ from testkit.platform import Platform, hf, running_platform
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NS = "bench-autoscale"
 ORDER = "tiny"
-MIN, MAX, TARGET, WINDOW = 1, 2, 2, 30
+MIN, MAX, TARGET, WINDOW = 1, 2, 1, 30
 
 
 def recipe(p: Platform) -> str:

@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +121,10 @@ _CPU_USERS: dict[int, int] = {}
 """Pods per CPU of this process's affinity. vLLM's CPU build binds its engine's OpenMP threads to
 the CPUs it may use ("auto": all but one reserved); two pods here both took CPU 0, and the second
 engine, spinning on the core the first one computed on, never finished starting (more than 4 min).
-Each pod therefore gets the least used CPU as its explicit ``VLLM_CPU_OMP_THREADS_BIND``, as a
-kubelet's static CPU manager gives each pod its own cpuset. A container that sets it keeps its own."""
+Each pod therefore gets the least used CPU, as a kubelet's static CPU manager gives each pod its own
+cpuset: its processes start with that CPU as their affinity, and it is their explicit
+``VLLM_CPU_OMP_THREADS_BIND`` (a container that sets it keeps its own). With the variable alone the
+second pod's API server still ran on CPU 0 beside the first engine's spinning worker and got no CPU."""
 
 
 def _claim_cpu() -> int:
@@ -262,6 +265,7 @@ class PodRunner:
                 stderr=subprocess.STDOUT,
                 cwd="/",
                 start_new_session=True,
+                preexec_fn=None if self.cpu is None else partial(os.sched_setaffinity, 0, {self.cpu}),
             )
         self.processes[launch.name] = proc
         return proc

@@ -226,6 +226,8 @@ def test_two_pods_started_together_never_get_the_same_port(tmp_path: Path) -> No
         if len(os.sched_getaffinity(0)) > 1:  # each pod its own CPU for vLLM's OpenMP threads
             binds = [r.launches["main"].env[OMP_BIND_ENV] for r in (first, second)]
             assert binds[0] != binds[1], binds
+            pids = [r.processes["main"].pid for r in (first, second)]
+            assert [os.sched_getaffinity(p) for p in pids] == [{int(b)} for b in binds]
     finally:
         first.stop(grace=2)
         second.stop(grace=2)
