@@ -20,6 +20,10 @@ from testkit.platform import HF_TOKEN, SETTINGS, Platform, hf
 from tests.integration.conftest import wait_for
 
 pytestmark = pytest.mark.cluster
+# KEDA makes the HPA that holds a Deployment at the class's minReplicas (the controller leaves
+# replicas to it): without it, test_scale_up_blocked_makes_the_order_degraded's order of
+# minReplicas 2 would run one replica and never ask for the second.
+PLATFORM_AUTOSCALING = True
 
 SMALL = "Qwen/Qwen2.5-0.5B-Instruct"
 L4 = 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"'
