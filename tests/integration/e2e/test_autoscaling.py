@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import itertools
-import json
 import pathlib
 import threading
 import time
@@ -34,34 +33,14 @@ from devtools import tiny_models
 from devtools.wait import wait_for
 from testkit.load import Target, running_load
 from testkit.platform import Platform, hf
+from tests.integration.e2e.test_reasons import SMALL, free_l4_uuid
 
 pytestmark = pytest.mark.cluster
 
 PLATFORM_AUTOSCALING = True
 PLATFORM_REAL_RUNTIME = True
-SMALL = "Qwen/Qwen2.5-0.5B-Instruct"
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 Obj = dict[str, Any]
-
-
-def free_l4_uuid(p: Platform) -> str:
-    """The uuid of an L4 no claim holds now."""
-    slices = json.loads(p.kubectl("get", "resourceslices", "-o", "json").stdout)["items"]
-    claims = json.loads(p.kubectl("get", "resourceclaims", "-A", "-o", "json").stdout)["items"]
-    held = {
-        (r["pool"], r["device"])
-        for c in claims
-        for r in (c.get("status", {}).get("allocation", {}).get("devices", {}).get("results") or [])
-    }
-    for s in sorted(slices, key=lambda s: s["metadata"]["name"]):
-        for d in s["spec"]["devices"]:
-            attrs = d["attributes"]
-            if (
-                attrs["productName"]["string"] == "NVIDIA L4"
-                and (s["spec"]["pool"]["name"], d["name"]) not in held
-            ):
-                return str(attrs["uuid"]["string"])
-    raise AssertionError("no free L4 on the plane")
 
 
 def target_of(p: Platform, ns: str, name: str) -> Target:
