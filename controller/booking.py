@@ -25,6 +25,7 @@ from controller.caching import parsed
 from controller.intents import Evict, Intents
 from controller.kinds import Cache
 from controller.live import workload as readings
+from controller.live import zero
 from controller.live.workload import own_claim_names
 from controller.metrics import ControllerMetrics
 from controller.observe import Observer
@@ -131,6 +132,8 @@ def after_act(ledger: Ledger, s: Snapshot, planned: Planning, intents: Intents, 
         ledger.settle(s.key)  # the allocation now stands for the reservation
     elif planned.outcome is None and lapse.lapsed(s):
         ledger.release(s.key)  # no pod could be created in time: the place goes to others
+    elif planned.outcome is None and zero.at_zero(s.deployment) and not s.pods:
+        ledger.release(s.key)  # scaled to zero: it holds no device until it wakes
     if intents.waiting:
         ledger.mark_exhausted(s.key)
     else:
@@ -183,6 +186,8 @@ def rebuild(observer: Observer, now: float) -> set[OrderKey]:
         if plan is None or observer.claims_allocated(order, plan):
             continue
         workload = observer.store.get(Cache.DEPLOYMENTS, key[0], key[1])
+        if zero.at_zero(workload):
+            continue  # scaled to zero: nothing to hold until it wakes
         found = lapse.refusal_of(order, plan, workload, observer.store.labelled(Cache.PODS, *key), now=now)
         if found is not None and now - found[0] >= observer.settings.claim_grace_seconds:
             lapsed.add(key)
