@@ -58,7 +58,9 @@ from webhook.validate_class import class_problems
             make_class(spec__scaling={"scaleDownStabilizationSeconds": 3600}),
             id="a scale-down window of an hour is allowed",
         ),
-        pytest.param(make_class(spec__scaling={"minReplicas": 0}), id="scale to zero with the default idle time"),
+        pytest.param(
+            make_class(spec__scaling={"minReplicas": 0}), id="scale to zero with the default idle time"
+        ),
         pytest.param(
             make_class(spec__scaling={"minReplicas": 0, "scaleToZeroAfterSeconds": 30}),
             id="scale to zero after the shortest idle time",
