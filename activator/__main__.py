@@ -42,6 +42,7 @@ _HELP = {
     "header_timeout_seconds": "for the TLS handshake, and for the request head (default 10)",
     "body_timeout_seconds": "for the request body (default 60; beyond, 408)",
     "upstream_poll_seconds": "how often a held request looks for a ready replica (default 0.2)",
+    "upstream_retry_seconds": "after a forward that failed before any answer, hold this long before trying again (default 1)",
     "upstream_connect_timeout_seconds": "connecting to a replica (default 10)",
     "upstream_read_timeout_seconds": "between two reads of a replica's answer (default 600)",
 }

@@ -46,6 +46,7 @@ class Activator:
             metrics=self.metrics,
             max_hold=settings.max_hold_seconds,
             poll=settings.upstream_poll_seconds,
+            retry=settings.upstream_retry_seconds,
         )
         self.forwarder = Forwarder(
             tls=upstream_tls if upstream_tls is not None else upstream_tls_context(settings.upstream_ca_file),

@@ -7,8 +7,10 @@ connections by address only, and with the override one address answers for every
 so a pooled connection could carry one order's request to another. The activator is on the path
 only while an order wakes, so a handshake per forward costs little.
 
-An upstream that refuses the connection is skipped for the next ready address (nothing was sent);
-a failure after the request was sent is not retried (it may not be idempotent).
+An upstream that refuses the connection is skipped for the next ready address (nothing was sent).
+Any failure before the answer's first byte (no address took the connection, a handshake cut or not
+verified, the upstream closed without answering) raises ``ForwardFailedError``: the proxy then holds
+the request again and tries later, within its hold bound (``activator.proxy``).
 """
 
 from __future__ import annotations

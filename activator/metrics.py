@@ -48,7 +48,7 @@ class ActivatorMetrics:
         )
         self._forward_errors = Counter(
             "inference_activator_forward_errors",
-            "Forwards that failed before the upstream answered (502).",
+            "Forwards that failed: before the upstream answered (the request is held again, within its bound) or mid-answer (cut).",
             registry=registry,
         )
         self._hold = {o: hold.labels(o) for o in HOLD_OUTCOMES}

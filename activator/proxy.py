@@ -14,6 +14,12 @@ The steps, each with its bound:
    chunk by chunk as they arrive. Streaming requests (``"stream": true``) are treated like any
    other: the client sees nothing at all (not even headers) while the request is held, then the
    upstream's own response, e.g. its server-sent events, as the upstream sends them.
+   A forward that fails before any answer byte (no upstream took the connection, a handshake cut,
+   the upstream closed without answering: ``ForwardFailedError``) goes back to step 5 for what
+   remains of the same bound: a replica reported ready before its server listens, or endpoints
+   that lag behind, are waited for instead of answered 502. The client has seen nothing yet, and
+   an inference request has no effect beyond its answer, so sending it again is safe. A failure
+   once the answer has begun is not retried: the client sees the connection cut.
 
 A slow or malformed client is closed (or answered 400/408/413/431) without ever being counted as
 held. Every connection carries one request and is closed after the answer.
@@ -126,19 +132,23 @@ class Proxy:
             self.metrics.refused("bad_request")
             await send_answer(conn, writer, messages.error(400, "The request body is malformed."))
             return
-        try:
-            ready = await self._hold(order, reader)
-        except HoldRefusedError:
-            await send_answer(
-                conn, writer, self._busy(f"Too many requests are waiting for {order.host} to start.")
-            )
-            return
-        except HoldTimedOutError:
-            await send_answer(conn, writer, self._busy(f"{order.host} did not become ready in time."))
-            return
-        except ClientGoneError:
-            return
-        await self._forward(conn, writer, order, ready, head, body)
+        since, again = self.holds.now(), False
+        while True:
+            try:
+                ready = await self._hold(order, reader, since=since, again=again)
+            except HoldRefusedError:
+                await send_answer(
+                    conn, writer, self._busy(f"Too many requests are waiting for {order.host} to start.")
+                )
+                return
+            except HoldTimedOutError:
+                await send_answer(conn, writer, self._busy(f"{order.host} did not become ready in time."))
+                return
+            except ClientGoneError:
+                return
+            if await self._forward(conn, writer, order, ready, head, body, since=since):
+                return
+            again = True  # nothing was answered yet: hold again for what is left of the bound
 
     def _refusal(self, order: OrderKey, head: RequestHead) -> messages.Answer | None:
         """401 unless the request carries the order's token; the order must have a token at all."""
@@ -155,9 +165,11 @@ class Proxy:
     def _busy(self, message: str) -> messages.Answer:
         return messages.error(503, message, retry_after=self.settings.retry_after_seconds)
 
-    async def _hold(self, order: OrderKey, reader: asyncio.StreamReader) -> list[str]:
+    async def _hold(
+        self, order: OrderKey, reader: asyncio.StreamReader, *, since: float, again: bool
+    ) -> list[str]:
         """``holds.wait``, abandoned (and released) when the client closes meanwhile."""
-        waiting = asyncio.create_task(self.holds.wait(order))
+        waiting = asyncio.create_task(self.holds.wait(order, since=since, again=again))
         watching = asyncio.create_task(_closed(reader))
         try:
             await asyncio.wait((waiting, watching), return_when=asyncio.FIRST_COMPLETED)
@@ -181,9 +193,14 @@ class Proxy:
         ready: list[str],
         head: RequestHead,
         body: bytes,
-    ) -> None:
+        *,
+        since: float,
+    ) -> bool:
+        """Forward and stream the answer back: True once done (answered, or cut mid-answer), False
+        when it failed before any answer byte (the client has been sent nothing)."""
         try:
             async with self.forwarder.open(order, ready, head, body) as response:
+                self.holds.forwarded(since)
                 headers = [
                     *messages.forwardable(response.headers.raw),
                     (b"connection", b"close"),
@@ -203,12 +220,13 @@ class Proxy:
                 writer.write(conn.send(h11.EndOfMessage()) or b"")
                 await writer.drain()
         except ForwardFailedError as e:
-            log.warning("forward of %s failed: %s", order, e)
+            log.info("forward of %s failed before an answer, holding it again: %s", order, e)
             self.metrics.forward_failed()
-            await send_answer(conn, writer, messages.error(502, f"{order.host} could not be reached."))
+            return False
         except httpx.HTTPError as e:  # mid-answer: the client sees the connection cut
             log.warning("forward of %s broke off: %s", order, e)
             self.metrics.forward_failed()
+        return True
 
 
 def _declared_length(head: RequestHead) -> int:

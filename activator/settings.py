@@ -30,6 +30,9 @@ class Settings:
     body_timeout_seconds: float = 60.0
     upstream_poll_seconds: float = 0.2
     """How often a held request asks ``Upstreams.ready`` again (an in-memory read)."""
+    upstream_retry_seconds: float = 1.0
+    """After a forward that failed before any answer (a replica listed ready that does not listen yet),
+    how long the request is held again before the ready replicas are tried anew (within the bound)."""
     upstream_connect_timeout_seconds: float = 10.0
     upstream_read_timeout_seconds: float = 600.0
     """Between two reads of the upstream's answer (a long generation streams, a long prefill does not)."""
@@ -45,6 +48,7 @@ class Settings:
             "header_timeout_seconds",
             "body_timeout_seconds",
             "upstream_poll_seconds",
+            "upstream_retry_seconds",
             "upstream_connect_timeout_seconds",
             "upstream_read_timeout_seconds",
         ):

@@ -38,6 +38,7 @@ from devtools.product.controller import NAMESPACE, SETTINGS_CONFIGMAP, Controlle
 from devtools.wait import wait_for
 from standins.hub_mirror import RunningMirror, start_mirror
 from standins.runtime import RunningRuntime, start_runtime
+from testkit.activator import RunningActivator, running_activator
 from testkit.autoscaling import Autoscaling, running_autoscaling
 from testkit.endpoint_pki import RealIssuer, apply_endpoint_pki, running_issuer
 
@@ -73,11 +74,17 @@ class Platform:
     cluster_objects: list[tuple[str, str]] = field(default_factory=list)
     plane_runner: procs.Background | None = None  # the real vLLM behind tiny-model orders, if started
     autoscaling: Autoscaling | None = None  # Prometheus and KEDA, with ``autoscaling=True``
+    activator: RunningActivator | None = None  # the activator process, with ``activator=True``
 
     @property
     def prometheus_url(self) -> str | None:
         """Where Prometheus answers (``http://127.0.0.1:PORT``), with ``autoscaling=True``."""
         return self.autoscaling.prometheus_url if self.autoscaling else None
+
+    @property
+    def activator_url(self) -> str | None:
+        """The activator's admin listener (``http://HOST:PORT``: ``/metrics``), with ``activator=True``."""
+        return self.activator.url if self.activator else None
 
     def served_by(self, namespace: str, name: str) -> int:
         """How many real vLLM processes serve the order: the plane runner routes a pod only once the
@@ -233,6 +240,8 @@ def running_platform(
     hostile_hub: bool = False,
     real_runtime: bool = False,
     autoscaling: bool = False,
+    activator: bool = False,
+    activator_max_hold_seconds: float = 300.0,
 ) -> Iterator[Platform]:
     """The product installed and running until the ``with`` block ends; logs under .cluster/e2e-logs.
 
@@ -244,7 +253,10 @@ def running_platform(
     (``python -m devtools.podrunner``, devtools/podrunner/plane.py) runs their orders' pods on a real
     vLLM behind the stand-in's address. ``autoscaling``: Prometheus and KEDA run on the plane
     (testkit/autoscaling.py), Prometheus scraping each order's pod at the stand-in's control address;
-    ``Platform.prometheus_url`` says where to query it. The time cert-manager took to start and the PKI to be issued
+    ``Platform.prometheus_url`` says where to query it. ``activator``: the activator runs as a process
+    under its ServiceAccount (testkit/activator.py), forwarding to the stand-in's entry address, listed
+    in the module namespace as the Service ``inference-activator`` and scraped by Prometheus when it
+    runs; ``Platform.activator`` is its handle. The time cert-manager took to start and the PKI to be issued
     are written to ``timings.json`` in the log directory."""
     install_product(kubectl, field_manager="e2e")
     tmp = ROOT / ".cluster" / "e2e-logs" / time.strftime("%Y%m%d-%H%M%S")
@@ -274,6 +286,19 @@ def running_platform(
         if autoscaling:
             target = runtime.control_url.removeprefix("http://")
             scaling = stack.enter_context(running_autoscaling(target=target))
+        running: RunningActivator | None = None
+        if activator:
+            running = stack.enter_context(
+                running_activator(
+                    cluster,
+                    kubectl,
+                    upstream=runtime.address,
+                    ca_file=ca_file,
+                    log_dir=tmp / "activator",
+                    max_hold_seconds=activator_max_hold_seconds,
+                    scrape=scaling is not None,
+                )
+            )
         fetcher_port = procs.free_port()
         apply_settings(
             kubectl,
@@ -289,6 +314,7 @@ def running_platform(
             cluster, kubectl, api, mirror, runtime, controller, issuer, ca_file, pki.ca_key_pem, fetcher_port
         )
         p.autoscaling = scaling
+        p.activator = running
         if real_runtime:
             p.plane_runner = start_plane_runner(cluster, runtime, tmp / "podrunner")
             stack.callback(stop_plane_runner, p.plane_runner, tmp / "podrunner")

@@ -6,7 +6,9 @@ the module setting ``probeAddressOverride`` and sends each order's endpoint host
 routed to real vLLM processes on this machine (``RunningRuntime.route``) is passed through to one of
 them untouched: the client handshakes with the real runtime and sees its own certificate; the
 stand-in terminates no TLS and never answers for such an order, not even while none of its
-processes is ready (the connection is closed).
+processes is ready (the connection is closed). An order at zero whose Service leads to the activator
+(the controller's ``<order>-activator`` EndpointSlice) and that has no ready replica of its own is
+passed through to the activator the same way (``standins.runtime.server`` says exactly when).
 
 For every other order the stand-in presents the order's own certificate from its ``<order>-tls``
 Secret (reloaded when the Secret changes, as vLLM's ``--enable-ssl-refresh`` does) and, while the
@@ -116,8 +118,9 @@ class RunningRuntime:
             return str(resp.read().decode())
 
     def forwarded(self) -> list[dict[str, object]]:
-        """The last connections passed through to real runtimes (``GET /_standin/forwarded``):
-        ``host``, ``backend`` (None when none accepted), bytes ``up`` and ``down``, ``error``."""
+        """The last connections passed through to real runtimes or the activator (``GET
+        /_standin/forwarded``): ``host``, ``backend`` (None when none accepted), ``activator``
+        (whether it went there), bytes ``up`` and ``down``, ``error``."""
         return self._list("forwarded")
 
     def routes(self) -> list[dict[str, object]]:

@@ -22,16 +22,25 @@ ClusterLocal endpoints; any other host (External) is matched against the orders'
   selects and that run ``vllm serve``) are replicas: a worker runs no API server and publishes no
   vLLM metrics, so it belongs to no replica here.
 
-Lookups are cached for ``ttl`` seconds. Orders, and an order's ready pods, can also be registered by
-hand through the control port (tests without a cluster); a registration wins over the API.
+- the order's EndpointSlices (``service_slices``): those labelled with the order (the label the
+  activator lists its upstreams by), read as ``ServiceSlices``: the ready ``address:port`` of the
+  activator's slice (managed by the controller, ``ACTIVATOR_SLICE_MANAGER``, for the order's Service:
+  the order is at zero) and whether a slice of Kubernetes' EndpointSlice controller has a ready
+  endpoint (the order has a ready replica: exactly what makes the activator forward).
+
+Lookups are cached for ``ttl`` seconds (``service_slices(fresh=True)`` reads anew). Orders, and an
+order's ready pods, can also be registered by hand through the control port (tests without a
+cluster); a registration wins over the API. ``set_slice_source`` replaces the API as the source of
+EndpointSlices (tests without a cluster).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,6 +57,16 @@ GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 _SVC_SUFFIXES = (".svc.cluster.local", ".svc")
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"  # "0": the group's leader
+SLICE_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
+SLICE_SERVICE_NAME = "kubernetes.io/service-name"
+ACTIVATOR_SLICE_MANAGER = "inference-controller.ai.deckhouse.io"
+"""The manager of the slice ``<order>-activator`` the controller writes while an order of a class with
+``minReplicas: 0`` has no ready replica: the order's Service then also leads to the activator."""
+KUBE_SLICE_MANAGER = "endpointslice-controller.k8s.io"
+ACTIVATOR_PORT_NAME = "https"
+
+SliceSource = Callable[["OrderKey"], list[Mapping[str, Any]]]
+"""The order's EndpointSlices (JSON objects) labelled with the order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +92,58 @@ VLLM_GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 a plain prefix test, OPTIONS exempt). The stand-in is never stricter than the real runtime."""
 GUARD_MIDDLEWARE = "inference_token_guard.TokenGuard"
 """What ``controller.render.pod`` passes to ``--middleware`` for an order with a token."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSlices:
+    """What the order's EndpointSlices say about where its Service leads."""
+
+    activator: tuple[str, ...] = ()  # HOST:PORT of the activator's ready endpoints (the order is at zero)
+    own_ready: bool = False  # a slice of Kubernetes' EndpointSlice controller has a ready endpoint
+
+
+def _endpoint_ready(endpoint: Mapping[str, Any]) -> bool:
+    conditions = endpoint.get("conditions")
+    conditions = conditions if isinstance(conditions, Mapping) else {}
+    return conditions.get("ready") is not False and conditions.get("terminating") is not True
+
+
+def service_slices(name: str, items: list[Mapping[str, Any]]) -> ServiceSlices:
+    """Read the EndpointSlices labelled with order ``name``. Pure.
+
+    - The activator's: managed by ``ACTIVATOR_SLICE_MANAGER`` and for the order's Service
+      (``kubernetes.io/service-name: <name>``, what kube-proxy goes by); the first address of each
+      ready endpoint (``conditions.ready`` unset counts as ready, as the API says; a terminating one
+      does not) on its port named ``https`` (else its only port).
+    - The order's own: managed by ``KUBE_SLICE_MANAGER`` with a ready endpoint, whichever Service
+      (the activator forwards on the same slices, by the same label).
+    """
+    activator: list[str] = []
+    own_ready = False
+    for item in items:
+        meta = item.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, Mapping) else None
+        labels = labels if isinstance(labels, Mapping) else {}
+        endpoints = [e for e in item.get("endpoints") or () if isinstance(e, Mapping) and _endpoint_ready(e)]
+        manager = labels.get(SLICE_MANAGED_BY)
+        if manager == KUBE_SLICE_MANAGER:
+            own_ready = own_ready or bool(endpoints)
+        elif manager == ACTIVATOR_SLICE_MANAGER and labels.get(SLICE_SERVICE_NAME) == name:
+            port = _https_port(item.get("ports"))
+            ipv6 = item.get("addressType") == "IPv6"
+            for endpoint in endpoints if port else ():
+                for address in (endpoint.get("addresses") or ())[:1]:
+                    if isinstance(address, str) and address:
+                        activator.append(f"[{address}]:{port}" if ipv6 else f"{address}:{port}")
+    return ServiceSlices(tuple(activator), own_ready)
+
+
+def _https_port(ports: Any) -> int | None:
+    numbered = [p for p in ports or () if isinstance(p, Mapping) and isinstance(p.get("port"), int)]
+    for p in numbered:
+        if p.get("name") == ACTIVATOR_PORT_NAME:
+            return int(p["port"])
+    return int(numbered[0]["port"]) if len(numbered) == 1 else None
 
 
 def needs_token(method: str, path: str, *, guarded: bool) -> bool:
@@ -135,6 +206,47 @@ class OrderDirectory:
         self._registered_pods: dict[OrderKey, list[str]] = {}
         self._pods_cache: dict[OrderKey, tuple[float, list[str]]] = {}
         self._pod_orders: dict[tuple[str, str], tuple[float, OrderKey | None]] = {}
+        self._slices_cache: dict[OrderKey, tuple[float, ServiceSlices]] = {}
+        self._slice_source: SliceSource | None = self._api_slices if self._api is not None else None
+
+    @property
+    def reads_slices(self) -> bool:
+        """Whether the orders' EndpointSlices can be read (a kubeconfig, or a source set by hand)."""
+        return self._slice_source is not None
+
+    def set_slice_source(self, source: SliceSource | None) -> None:
+        """Read the orders' EndpointSlices from ``source`` instead of the API (None: none), for
+        tests without a cluster; the cache is dropped."""
+        with self._lock:
+            self._slice_source = source
+            self._slices_cache.clear()
+
+    def service_slices(self, key: OrderKey, *, fresh: bool = False) -> ServiceSlices:
+        """What the order's EndpointSlices say (``service_slices``), cached for ``ttl`` seconds;
+        ``fresh``: read anew (and cache that). Nothing (no activator, no ready replica) without a
+        source, or while the API cannot be read: the stand-in then routes as before slices counted."""
+        with self._lock:
+            source = self._slice_source
+            cached = self._slices_cache.get(key)
+            if not fresh and cached is not None and cached[0] > self._clock():
+                return cached[1]
+        if source is None:
+            return ServiceSlices()
+        try:
+            view = service_slices(key.name, source(key))
+        except Exception:  # the API cannot be read (urllib3's errors are no OSError)
+            return ServiceSlices()
+        with self._lock:
+            self._slices_cache[key] = (self._clock() + self._ttl, view)
+        return view
+
+    def _api_slices(self, key: OrderKey) -> list[Mapping[str, Any]]:
+        discovery: Any = k8s.DiscoveryV1Api(self._api)
+        resp = discovery.list_namespaced_endpoint_slice(
+            key.namespace, label_selector=f"{LABEL_ORDER}={key.name}", _preload_content=False
+        )
+        items = json.loads(resp.data).get("items") or []
+        return [i for i in items if isinstance(i, Mapping)]
 
     def close(self) -> None:
         if self._api is not None:

@@ -10,6 +10,18 @@ The entry address is one for every order; the order is told by the SNI name of t
   real runtime and sees its certificate. An order claimed by a real runtime with no backend ready
   (an empty list) is closed unanswered: the stand-in never pretends to serve an order a real process
   serves. Only ``<order>.<namespace>.svc[.cluster.local]`` names are routed;
+- an order at zero is passed through to the activator the same way (raw bytes: the activator
+  terminates TLS with the order's certificate) when the order's Service leads to the activator (an
+  EndpointSlice labelled with the order, for its Service, managed by the controller,
+  ``inference-controller.ai.deckhouse.io``, with a ready endpoint: ``OrderDirectory.service_slices``)
+  and the order has no ready backend of its own: no routed backend, no ready pod the stand-in serves
+  (of an order no real runtime claimed), and no ready endpoint in a slice of Kubernetes'
+  EndpointSlice controller. That last is exactly what makes the activator forward, and it is read
+  anew from the API before any connection goes to the activator (the cache may only say "not at
+  zero"), so a request the activator forwards back through this address (its
+  ``--upstream-address-override``) goes to the order's own backend, never back to the activator. A
+  claimed order whose replica is listed ready before its real runtime listens is closed unanswered
+  as above; the activator holds the request and tries again;
 - every other connection is answered by the stand-in itself, as below.
 
 The stand-in's API (the order is told by ``Host``, which must equal the SNI name the TLS connection was
@@ -62,8 +74,8 @@ Control (plain HTTP, loopback):
   what Prometheus scrapes for the pod (its scrape config rewrites each pod target to this port and
   path). ``ControlHandler._metrics`` says what is answered for which pod;
 - ``GET /_standin/forwarded`` lists the last 1000 connections passed through, each once it ended
-  (SNI ``host``, the ``backend`` or None when none accepted, bytes ``up`` to it and ``down`` from it,
-  ``error``).
+  (SNI ``host``, the ``backend`` or None when none accepted, ``activator``: whether it went to the
+  activator, bytes ``up`` to it and ``down`` from it, ``error``).
 """
 
 from __future__ import annotations
@@ -140,6 +152,23 @@ class RuntimeState:
         except (OSError, ValueError):
             return False
 
+    def activator_for(self, key: OrderKey, *, claimed: bool) -> list[str] | None:
+        """The activator's addresses when a connection for the order is to go there (the module
+        docstring says when), else None; the caller found no routed backend with an address, and
+        ``claimed`` says whether a real runtime claims the order (its pods are not the stand-in's)."""
+        directory = self.directory
+        if not directory.reads_slices:
+            return None
+        cached = directory.service_slices(key)
+        if not cached.activator or cached.own_ready:
+            return None  # not at zero (for up to the cache's ttl after it goes there)
+        if not claimed and directory.ready_pods(key):
+            return None  # the stand-in serves the order's ready pods itself
+        slices = directory.service_slices(key, fresh=True)  # never to the activator on a stale read
+        if not slices.activator or slices.own_ready:
+            return None
+        return list(slices.activator)
+
     def record_forwarded(self, entry: dict[str, Any]) -> None:
         with self.lock:
             self.forwarded.append(entry)
@@ -211,20 +240,36 @@ class ApiServer(ThreadingHTTPServer):
             tls.close()
 
     def _forwarded(self, request: socket.socket) -> bool:
-        """Pass the connection through to a real runtime when its SNI names a routed order (True:
-        handled, the connection is done). Nothing is peeked while no order is routed; an order
+        """Pass the connection through to a real runtime when its SNI names a routed order, or to
+        the activator when it names an order at zero (True: handled, the connection is done).
+        Nothing is peeked while no order is routed and no EndpointSlice can be read; an order
         claimed with no backend ready is closed unanswered: the stand-in never answers for an
         order a real runtime serves."""
-        with self.state.lock:
-            routing = bool(self.state.routes) or self.state.adopter is not None
-        host = peek_sni(request) if routing else None
+        state = self.state
+        with state.lock:
+            routing = bool(state.routes) or state.adopter is not None
+        host = peek_sni(request) if routing or state.directory.reads_slices else None
         key = order_key_for_host(host) if host else None
-        backends = self.state.backends_for(key) if key else None
-        if key is not None and backends is None and self.state.adopted(key):
-            backends = self.state.backends_for(key) or []  # claimed just now: not ready yet
-        if host is None or backends is None:
+        if host is None or key is None:
             return False
-        entry: dict[str, Any] = {"host": host, "backend": None, "up": 0, "down": 0, "error": None}
+        backends = state.backends_for(key)
+        to_activator = False
+        if not backends:
+            activator = state.activator_for(key, claimed=backends is not None)
+            if activator:
+                backends, to_activator = activator, True
+        if backends is None and state.adopted(key):
+            backends = state.backends_for(key) or []  # claimed just now: not ready yet
+        if backends is None:
+            return False
+        entry: dict[str, Any] = {
+            "host": host,
+            "backend": None,
+            "activator": to_activator,
+            "up": 0,
+            "down": 0,
+            "error": None,
+        }
         try:
             backend, entry["backend"] = connect_first(backends)
         except OSError as e:

@@ -31,12 +31,23 @@ def platform(
     repositories (standins/hub_mirror/hostile.py); one that sets ``PLATFORM_REAL_RUNTIME = True`` gets the
     tiny models in the mirror and the plane runner, a real vLLM behind their orders; one that sets
     ``PLATFORM_AUTOSCALING = True`` gets Prometheus and KEDA on the plane (testkit/autoscaling.py),
-    Prometheus at ``platform.prometheus_url``."""
+    Prometheus at ``platform.prometheus_url``; one that sets ``PLATFORM_ACTIVATOR = True`` gets the
+    activator as a process under its ServiceAccount (testkit/activator.py), its admin listener at
+    ``platform.activator_url`` (``PLATFORM_ACTIVATOR_MAX_HOLD_SECONDS`` bounds its holds, default 300)."""
     hostile = bool(getattr(request.module, "PLATFORM_HOSTILE_HUB", False))
     real = bool(getattr(request.module, "PLATFORM_REAL_RUNTIME", False))
     scaling = bool(getattr(request.module, "PLATFORM_AUTOSCALING", False))
+    activator = bool(getattr(request.module, "PLATFORM_ACTIVATOR", False))
+    max_hold = float(getattr(request.module, "PLATFORM_ACTIVATOR_MAX_HOLD_SECONDS", 300.0))
     with running_platform(
-        cluster, kubectl, api, hostile_hub=hostile, real_runtime=real, autoscaling=scaling
+        cluster,
+        kubectl,
+        api,
+        hostile_hub=hostile,
+        real_runtime=real,
+        autoscaling=scaling,
+        activator=activator,
+        activator_max_hold_seconds=max_hold,
     ) as p:
         yield p
 

@@ -191,6 +191,40 @@ def test_promtool_relabels_as_the_evaluator_does(tmp_path: pathlib.Path) -> None
     )
 
 
+def test_the_activator_job_scrapes_its_admin_metrics_keeping_the_series_labels(
+    tmp_path: pathlib.Path,
+) -> None:
+    cfg = prometheus.config(kubeconfig=tmp_path / "kc", target=TARGET, activator="10.1.2.3:19090")
+    jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
+    assert set(jobs) == {prometheus.JOB, prometheus.ACTIVATOR_JOB}
+    job = jobs[prometheus.ACTIVATOR_JOB]
+    assert job["static_configs"] == [{"targets": ["10.1.2.3:19090"]}]
+    assert job["metrics_path"] == "/metrics" and job["honor_labels"] is True
+    alone = prometheus.config(kubeconfig=tmp_path / "kc", target=None, activator="10.1.2.3:19090")
+    assert [j["job_name"] for j in alone["scrape_configs"]] == [prometheus.ACTIVATOR_JOB]
+
+
+def test_each_target_is_kept_when_the_other_is_set(tmp_path: pathlib.Path) -> None:
+    paths = cluster_config.Paths(tmp_path)
+    prometheus.write_config(paths, TARGET)
+    assert (prometheus.scrape_target(paths), prometheus.activator_target(paths)) == (TARGET, None)
+    prometheus.write_config(paths, prometheus.scrape_target(paths), "10.1.2.3:19090")
+    assert (prometheus.scrape_target(paths), prometheus.activator_target(paths)) == (TARGET, "10.1.2.3:19090")
+    prometheus.write_config(paths, None, prometheus.activator_target(paths))
+    assert (prometheus.scrape_target(paths), prometheus.activator_target(paths)) == (None, "10.1.2.3:19090")
+
+
+def test_promtool_accepts_the_configuration_with_the_activator(tmp_path: pathlib.Path) -> None:
+    promtool = _promtool()
+    f = tmp_path / "prometheus.yml"
+    cfg = prometheus.config(kubeconfig=tmp_path / "kc", target=TARGET, activator="10.1.2.3:19090")
+    f.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    res = subprocess.run(
+        [str(promtool), "check", "config", str(f)], capture_output=True, text=True, timeout=30
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
 # --- KEDA -------------------------------------------------------------------------------------------------
 
 

@@ -25,6 +25,11 @@ carry the order label (``shared.names.LABEL_ORDER``), labelled ``namespace``, ``
 label's value), and scraped at the runtime stand-in's control address, ``http://<target>/_standin/metrics/
 <namespace>/<pod>``: KWOK's pods have no reachable IPs, so the stand-in answers for each pod. Without a
 target the job is left out (nothing to scrape).
+
+A second job, ``inference-activator``, scrapes the activator's admin ``/metrics`` at HOST:PORT when the
+plane runs one (``set_activator_target``): its ``inference_activator_requests_held{namespace,order}`` is
+the wake-up signal an order's ScaledObject adds to its query. ``honor_labels: true``: the series' own
+``namespace`` and ``order`` name the order, as a cluster's scrape of the activator's pods keeps them.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ BINARIES = ("prometheus", "promtool")
 TAGS = ("netgo",)
 PROCESS = "prometheus"
 JOB = "inference-runtime"
+ACTIVATOR_JOB = "inference-activator"
 SCRAPE_INTERVAL = "5s"
 METRICS_PATH = "/_standin/metrics"
 _RELEASE = re.compile(r"v3\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?")
@@ -110,14 +116,29 @@ def label_meta(label: str) -> str:
 
 
 def config(
-    *, kubeconfig: pathlib.Path, target: str | None, interval: str = SCRAPE_INTERVAL
+    *,
+    kubeconfig: pathlib.Path,
+    target: str | None,
+    interval: str = SCRAPE_INTERVAL,
+    activator: str | None = None,
 ) -> dict[str, Any]:
     """prometheus.yml: the ``inference-runtime`` job scraping each order's pod at ``target`` (HOST:PORT,
-    the runtime stand-in's control address), or no job when ``target`` is None."""
+    the runtime stand-in's control address), or no such job when ``target`` is None; the
+    ``inference-activator`` job scraping ``http://<activator>/metrics`` when ``activator`` is given."""
     cfg: dict[str, Any] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
         "scrape_configs": [],
     }
+    if activator is not None:
+        cfg["scrape_configs"].append(
+            {
+                "job_name": ACTIVATOR_JOB,
+                "scheme": "http",
+                "metrics_path": "/metrics",
+                "honor_labels": True,
+                "static_configs": [{"targets": [activator]}],
+            }
+        )
     if target is None:
         return cfg
     order = label_meta(LABEL_ORDER)
@@ -153,24 +174,37 @@ def config_file(paths: Paths) -> pathlib.Path:
     return home(paths) / "prometheus.yml"
 
 
-def write_config(paths: Paths, target: str | None) -> pathlib.Path:
+def write_config(paths: Paths, target: str | None, activator: str | None = None) -> pathlib.Path:
     f = config_file(paths)
     f.parent.mkdir(parents=True, exist_ok=True)
     tmp = f.with_name(f.name + ".tmp")
-    tmp.write_text(yaml.safe_dump(config(kubeconfig=paths.kubeconfig, target=target), sort_keys=False))
+    cfg = config(kubeconfig=paths.kubeconfig, target=target, activator=activator)
+    tmp.write_text(yaml.safe_dump(cfg, sort_keys=False))
     tmp.replace(f)
     return f
 
 
-def scrape_target(paths: Paths) -> str | None:
-    """The target of the configuration on disk, or None."""
+def _jobs(paths: Paths) -> list[dict[str, Any]]:
     f = config_file(paths)
     if not f.exists():
-        return None
-    for job in (yaml.safe_load(f.read_text()) or {}).get("scrape_configs") or []:
+        return []
+    return list((yaml.safe_load(f.read_text()) or {}).get("scrape_configs") or [])
+
+
+def scrape_target(paths: Paths) -> str | None:
+    """The stand-in target of the configuration on disk, or None."""
+    for job in _jobs(paths):
         for rule in job.get("relabel_configs") or []:
             if rule.get("target_label") == "__address__":
                 return str(rule["replacement"])
+    return None
+
+
+def activator_target(paths: Paths) -> str | None:
+    """The activator's admin HOST:PORT in the configuration on disk, or None."""
+    for job in _jobs(paths):
+        if job.get("job_name") == ACTIVATOR_JOB:
+            return str(job["static_configs"][0]["targets"][0])
     return None
 
 
@@ -199,7 +233,7 @@ def start(plane: Plane, *, target: str | None = None) -> None:
             set_scrape_target(plane, target)
         return
     if target is not None or not config_file(plane.paths).exists():
-        write_config(plane.paths, target)
+        write_config(plane.paths, target, activator_target(plane.paths))
     daemons.start(plane.paths, PROCESS, argv(plane), ports=(plane.prometheus_port,))
     log(f"Prometheus at {address(plane)}")
 
@@ -214,8 +248,20 @@ def ready(plane: Plane) -> bool:
 
 
 def set_scrape_target(plane: Plane, target: str | None) -> None:
-    """Rewrite the configuration for ``target`` (HOST:PORT) and have the running Prometheus reload it."""
-    write_config(plane.paths, target)
+    """Rewrite the configuration for ``target`` (HOST:PORT) and have the running Prometheus reload it
+    (the activator's job, if any, is kept)."""
+    write_config(plane.paths, target, activator_target(plane.paths))
+    _reload(plane)
+
+
+def set_activator_target(plane: Plane, activator: str | None) -> None:
+    """Scrape the activator's admin ``/metrics`` at ``activator`` (HOST:PORT; None: no longer), keeping
+    the stand-in's target; the running Prometheus reloads."""
+    write_config(plane.paths, scrape_target(plane.paths), activator)
+    _reload(plane)
+
+
+def _reload(plane: Plane) -> None:
     req = urllib.request.Request(f"{address(plane)}/-/reload", method="POST")
     try:
         with urllib.request.urlopen(req, timeout=10) as r:

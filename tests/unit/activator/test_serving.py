@@ -324,17 +324,61 @@ def test_the_address_override_sends_every_forward_to_one_address_with_the_order_
     asyncio.run(scenario())
 
 
-def test_an_unreachable_upstream_gives_502(tmp_path: Path) -> None:
+async def _closed_port() -> int:
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = int(server.sockets[0].getsockname()[1])
+    server.close()
+    await server.wait_closed()
+    return port
+
+
+def test_a_ready_upstream_that_does_not_listen_yet_is_waited_for_not_answered_502(tmp_path: Path) -> None:
+    """A replica listed ready before its server listens (KWOK, endpoint lag): the forward fails
+    before any answer, the request is held again (gauge 1) and forwarded once an upstream answers."""
+
     async def scenario() -> None:
-        async with running(tmp_path) as run, run.client() as client:
-            server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
-            port = server.sockets[0].getsockname()[1]
-            server.close()
-            await server.wait_closed()
-            run.orders.set_ready(ORDER, [f"127.0.0.1:{port}"])
-            response = await run.call(client)
-            assert response.status_code == 502
+        async with (
+            running(tmp_path, upstream_retry_seconds=0.05) as run,
+            upstream(run.ca) as up,
+            run.client() as client,
+        ):
+            run.orders.set_ready(ORDER, [f"127.0.0.1:{await _closed_port()}"])
+            call = asyncio.create_task(run.call(client))
+            await until(lambda: run.sample("inference_activator_forward_errors_total") >= 2)
+            assert not call.done()
+            assert run.held() == 1  # held again: the wake-up signal stays up
+            assert run.wakeups() == 0  # the order had a ready replica: not a wake-up
+            run.orders.set_ready(ORDER, [up.address])
+            response = await call
+            assert response.status_code == 200
             assert run.held() == 0
+            assert len(up.seen) == 1
+            assert run.sample("inference_activator_hold_seconds_count", {"outcome": "forwarded"}) == 1
+
+    asyncio.run(scenario())
+
+
+def test_an_upstream_that_never_listens_gives_503_with_retry_after_at_the_bound(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with (
+            running(
+                tmp_path, max_hold_seconds=0.5, retry_after_seconds=3, upstream_retry_seconds=0.05
+            ) as run,
+            run.client() as client,
+        ):
+            run.orders.set_ready(ORDER, [f"127.0.0.1:{await _closed_port()}"])
+            t0 = asyncio.get_running_loop().time()
+            response = await run.call(client)
+            elapsed = asyncio.get_running_loop().time() - t0
+            assert response.status_code == 503
+            assert response.headers["retry-after"] == "3"
+            assert 0.45 <= elapsed < 2.0  # the bound, not a forward per retry beyond it
+            assert run.sample("inference_activator_forward_errors_total") >= 2
+            assert run.held() == 0
+            assert run.refused("timeout") == 1
+            assert run.sample("inference_activator_hold_seconds_count", {"outcome": "timeout"}) == 1
+            assert run.sample("inference_activator_hold_seconds_count", {"outcome": "forwarded"}) == 0
+            assert run.activator.holds.total == 0
 
     asyncio.run(scenario())
 
@@ -342,14 +386,29 @@ def test_an_unreachable_upstream_gives_502(tmp_path: Path) -> None:
 def test_an_upstream_with_another_order_s_certificate_is_not_trusted(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with (
-            running(tmp_path) as run,
+            running(tmp_path, max_hold_seconds=0.5, upstream_retry_seconds=0.05) as run,
             upstream(run.ca, hosts=(OTHER.host,)) as up,
             run.client() as client,
         ):
             run.orders.set_ready(ORDER, [up.address])
             response = await run.call(client)
-            assert response.status_code == 502
+            assert response.status_code == 503  # never forwarded: held until the bound
             assert up.seen == []
+            assert run.held() == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_client_that_leaves_while_held_again_releases_its_hold(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path, upstream_retry_seconds=0.05) as run, run.client() as client:
+            run.orders.set_ready(ORDER, [f"127.0.0.1:{await _closed_port()}"])
+            task = asyncio.create_task(run.call(client))
+            await until(lambda: run.held() == 1)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await until(lambda: run.held() == 0)
+            assert run.activator.holds.total == 0
 
     asyncio.run(scenario())
 
