@@ -249,7 +249,7 @@ def _judge_zero(s: Snapshot, d: _Draft, plain: Verdict) -> bool:
     whether it judged the order."""
     idle = render.scale_to_zero_after(s.klass.spec) if s.klass is not None else None
     before = find(s.order.status.conditions, r.WORKLOAD_READY)
-    has_served = before is not None and before.status == "True"
+    has_served = zero.has_served(s.order.status.conditions)
     v = zero.zero_verdict(s.deployment, list(s.pods), plain, idle_after=idle, has_served=has_served)
     if v is None:
         return False

@@ -147,6 +147,7 @@ def _summary(
         fetch,
         token_hash(s, cspec),
         activator_for(s, plan, cspec),
+        zero.has_served(s.order.status.conditions),
     )
     hit = _RENDERED.get(key)
     if hit is not None:
@@ -184,6 +185,7 @@ def _render(
         fetch=fetch,
         token_hash=token_hash(s, cspec),
         activator=activator_for(s, plan, cspec),
+        may_idle=zero.has_served(s.order.status.conditions),
     )
     for obj in objs:
         # the digest is of the object without its own annotation (the right side is evaluated first)

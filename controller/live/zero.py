@@ -26,7 +26,8 @@ from typing import Any
 
 from controller.render.network import ActivatorTarget
 from shared import reasons as r
-from shared.conditions import Verdict, true
+from shared.api.condition import Condition
+from shared.conditions import Verdict, find, true
 
 Obj = dict[str, Any]
 
@@ -66,6 +67,13 @@ def activator_target(slices: Iterable[Obj]) -> ActivatorTarget | None:
     kind = max(found, key=lambda k: (len(found[k][1]), k == "IPv4"))
     port, addresses = found[kind]
     return ActivatorTarget(tuple(sorted(addresses)[:MAX_ACTIVATOR_ADDRESSES]), port, kind)
+
+
+def has_served(conditions: Sequence[Condition] | None) -> bool:
+    """The order's WorkloadReady is True (Available, or ScaledToZero after serving): a replica of it
+    has been ready, so its workload is known to start. Only then may KEDA take it to zero."""
+    workload = find(conditions, r.WORKLOAD_READY)
+    return workload is not None and workload.status == "True"
 
 
 def _available(deployment: Obj | None) -> int:

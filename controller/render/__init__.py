@@ -115,12 +115,14 @@ def workload(
     fetch: FetchSpec | None = None,
     token_hash: str | None = None,
     activator: ActivatorTarget | None = None,
+    may_idle: bool = True,
 ) -> list[Obj]:
     """Every object to apply for the plan, in apply order (the auth Secret is minted separately).
 
     ``activator``: where the activator answers, when the order (of a class with ``minReplicas: 0``)
     has no ready replica: its ``<order>-activator`` EndpointSlice follows the Service
     (``activator_slice``); a single-node plan only (a LeaderWorkerSet never scales to zero).
+    ``may_idle``: the order has served once, so its ScaledObject may take it to zero (``autoscaler``).
 
     ``token_hash`` is a digest of the order's token, set on the runtime's pod template so that a
     new token rolls the pods (``TOKEN_HASH_ANNOTATION``).
@@ -152,7 +154,7 @@ def workload(
         certificate(order, endpoint, settings),
         service(order),
         deployment(order, plan, spec, settings, revision=revision, fetch=fetch, token_hash=token_hash),
-        autoscaler(order, spec, settings),
+        autoscaler(order, spec, settings, may_idle=may_idle),
     ]
     if activator is not None and activator.addresses:
         objs.insert(4, activator_slice(order, activator))

@@ -123,7 +123,9 @@ def activity_query(namespace: str, name: str) -> str:
     return " + ".join(f"({t} or vector(0))" for t in terms)
 
 
-def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec, settings: Settings) -> Obj:
+def autoscaler(
+    order: InferenceService, spec: InferenceServiceClassSpec, settings: Settings, *, may_idle: bool = True
+) -> Obj:
     """The order's KEDA ScaledObject: KEDA makes the HPA ``keda-hpa-<order>`` (``names.keda_hpa``)
     that grows the Deployment ``<order>`` within the class's bounds on the runtime's own signal, read
     from Prometheus at the module setting ``prometheusServerAddress``; CPU is never the signal.
@@ -143,7 +145,9 @@ def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec, setting
     scales to zero once every trigger has been inactive (0) for ``cooldownPeriod`` (the class's
     ``scaleToZeroAfterSeconds``), and to one as soon as one is active, e.g. the activator holds a
     request. ``initialCooldownPeriod`` gives a new order the same time before its first zero. The
-    activity trigger's threshold is so high that it never asks for a replica beyond the first: the
+    order must have served once first (``may_idle``: its WorkloadReady was True): until then its
+    ScaledObject keeps ``minReplicaCount: 1``, because a runtime publishes nothing while it loads, and
+    KEDA would otherwise stop a new order before it ever served. The activity trigger's threshold is so high that it never asks for a replica beyond the first: the
     class's own signal grows the order from there."""
     name, ns = order.metadata.name, order.metadata.namespace or "default"
     lo, hi, _ = replica_bounds(spec)
@@ -167,6 +171,8 @@ def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec, setting
         "pollingInterval": POLLING_INTERVAL_SECONDS,
     }
     idle = scale_to_zero_after(spec)
+    if idle is not None and not may_idle:
+        body["minReplicaCount"] = 1
     if idle is not None:
         body["cooldownPeriod"] = idle
         body["initialCooldownPeriod"] = idle

@@ -312,3 +312,21 @@ def test_the_activity_query_refuses_names_that_are_not_dns_labels() -> None:
 def test_a_multi_node_plan_of_a_zero_class_runs_one_group() -> None:
     spec = make_class(spec={"scaling": {"minReplicas": 0}}).spec
     assert group_count(spec) == 1
+
+
+def _applied_scaled_object(s: Snapshot) -> dict[str, Any]:
+    (so,) = [o for o in _decide(s).apply if o["kind"] == "ScaledObject"]
+    return so
+
+
+def test_a_new_order_is_kept_at_one_replica_until_it_has_served() -> None:
+    """A runtime publishes nothing while it loads: KEDA would stop a new order before it ever served."""
+    plan = plan_on(GPU)
+    never = status(
+        {k: v for k, v in READY_STATUS.items() if k not in (r.WORKLOAD_READY, r.READY)},
+        resolved=resolved_for(plan),
+    )
+    starting = at_zero(prior=never, deployment=deployment(plan, available=0, replicas=1))
+    assert _applied_scaled_object(starting)["spec"]["minReplicaCount"] == 1
+    desired.clear()
+    assert _applied_scaled_object(at_zero())["spec"]["minReplicaCount"] == 0
