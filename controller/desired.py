@@ -147,7 +147,7 @@ def _summary(
         fetch,
         token_hash(s, cspec),
         activator_for(s, plan, cspec),
-        zero.has_served(s.order.status.conditions),
+        may_idle(s),
     )
     hit = _RENDERED.get(key)
     if hit is not None:
@@ -185,7 +185,7 @@ def _render(
         fetch=fetch,
         token_hash=token_hash(s, cspec),
         activator=activator_for(s, plan, cspec),
-        may_idle=zero.has_served(s.order.status.conditions),
+        may_idle=may_idle(s),
     )
     for obj in objs:
         # the digest is of the object without its own annotation (the right side is evaluated first)
@@ -208,6 +208,14 @@ def activator_for(
         single_node=plan.node_count <= 1,
     )
     return s.activator if wanted else None
+
+
+def may_idle(s: Snapshot) -> bool:
+    """Whether the order's ScaledObject may take it to zero: it has served once (its WorkloadReady
+    is True, or a replica is available now, which a status read a moment too early may not show
+    yet: the two together keep the ScaledObject from flapping while the status catches up)."""
+    available = int(((s.deployment or {}).get("status") or {}).get("availableReplicas") or 0)
+    return zero.has_served(s.order.status.conditions) or available >= 1
 
 
 def token_hash(s: Snapshot, cspec: InferenceServiceClassSpec) -> str | None:

@@ -79,8 +79,12 @@ def test_an_idle_order_goes_to_zero_frees_its_device_and_a_request_wakes_it(
         },
         prefix="zero",
     )
+    applied = time.monotonic()
     p.create_order(ns, "o", hf(model), klass=klass)
     p.wait_phase(ns, "o", "Ready", timeout=900)
+    print(
+        f"zero: Ready {time.monotonic() - applied:.0f} s after the apply; served by {p.served_by(ns, 'o')} vLLM"
+    )
     so = p.get("scaledobject", "o", ns)
     assert so is not None and so["spec"]["minReplicaCount"] == 0 and so["spec"]["cooldownPeriod"] == IDLE
     assert allocated_devices(p, ns, "o") == 1
@@ -118,11 +122,13 @@ def test_an_idle_order_goes_to_zero_frees_its_device_and_a_request_wakes_it(
         "max_tokens": 8,
         "stream": True,
     }
+    woken = p.activator.sample("inference_activator_wakeups_total", namespace=ns, order="o")
     refused = timed_request(target_of(p, ns, "o", token="not-the-token"), body, timeout=30)
     assert refused.status == 401, refused
     time.sleep(20)
     assert at_zero(p, ns, "o"), "a request without the token woke the order"
-    assert p.activator.sample("inference_activator_wakeups_total", namespace=ns, order="o") == 0
+    assert p.activator.sample("inference_activator_wakeups_total", namespace=ns, order="o") == woken
+    assert p.activator.held(ns, "o") == 0
 
     # 4. the token: held, woken, answered by the real vLLM
     answer = timed_request(target_of(p, ns, "o"), body, timeout=600)
@@ -133,7 +139,7 @@ def test_an_idle_order_goes_to_zero_frees_its_device_and_a_request_wakes_it(
         f"the first request from zero took {answer.total_s:.0f} s (the issue's bound: 5 min)"
     )
     assert p.served_by(ns, "o") >= 1, "no real vLLM serves the order"
-    assert p.activator.sample("inference_activator_wakeups_total", namespace=ns, order="o") >= 1
+    assert p.activator.sample("inference_activator_wakeups_total", namespace=ns, order="o") == woken + 1
     obj = p.wait_reason(ns, "o", "WorkloadReady", "Available", timeout=120)
     wait_for(lambda: p.get("endpointslice", "o-activator", ns), lambda s: s is None, timeout=60,
              message="the activator out of the warm order's path")  # fmt: skip

@@ -316,7 +316,7 @@ def test_a_multi_node_plan_of_a_zero_class_runs_one_group() -> None:
 
 def _applied_scaled_object(s: Snapshot) -> dict[str, Any]:
     (so,) = [o for o in _decide(s).apply if o["kind"] == "ScaledObject"]
-    return so
+    return dict(so)
 
 
 def test_a_new_order_is_kept_at_one_replica_until_it_has_served() -> None:
