@@ -269,8 +269,10 @@ def scaling_verdict(
 
     Not while preempting can place them (``room.preempting``: the replicas that evicting
     lower-priority orders' replicas places, ``booking.scale_up_evictions``): the order is scaling,
-    and reads ScaleUpBlocked only when even preemption leaves it short, or by the grace below (an
-    eviction a PodDisruptionBudget keeps refusing).
+    and reads ScaleUpBlocked only when even preemption leaves it short. Meanwhile a pod the scheduler
+    refuses for its devices alone (``claim_unallocatable``) is no reason for the grace below: those
+    devices are being freed for it (an eviction a PodDisruptionBudget keeps refusing leaves the order
+    scaling, the eviction retried); a pod refused for cpu, memory or volumes still is.
 
     ScaleUpBlocked after ``grace`` seconds, the fallback for what the ledger cannot see: the ledger
     says the replicas fit (or was not asked: ``room`` None) but the extra pods have stayed
@@ -312,6 +314,8 @@ def scaling_verdict(
             None,
         )
     stuck = unschedulable_pods(pods)
+    if preempting:  # the devices a pod waits for are being freed for it: no grace runs out on that
+        stuck = [u for u in stuck if not u.claim_unallocatable]
     if not stuck:
         return true(
             r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s){preempting}."

@@ -174,6 +174,34 @@ def test_scale_up_blocked_when_even_preemption_cannot_place_them() -> None:
     assert "1 more by preempting lower-priority replicas: 1 short" in v.message
 
 
+CLAIMS_ONLY = (
+    "0/4 nodes are available: 1 cannot allocate all claims, 3 node(s) didn't match Pod's node "
+    "affinity/selector. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+)
+
+
+def test_a_pod_refused_for_its_devices_alone_runs_out_no_grace_while_they_are_preempted() -> None:
+    """The extra pod has waited for a device far past ``scaleUpGraceSeconds`` (its first replica
+    loaded meanwhile): while preemption frees one for it the order scales; a pod refused for cpu
+    still turns into ScaleUpBlocked after the grace."""
+    base = fleet({1: "mid", 2: "low", 3: "mid"})
+    for message, expected in (
+        (CLAIMS_ONLY, "True"),
+        ("0/4 nodes are available: 4 Insufficient cpu.", "False"),
+    ):
+        s = wanting(2, unschedulable=False)
+        s = replace(s, pods=(*s.pods, pod(PENDING, s.plan_in_force, unschedulable=message, since=NOW - 600)))  # type: ignore[arg-type]
+        s = with_room(base, s)
+        v = decide_and_build(s, run_planner(s, plan_decision(s)))[0].verdicts[r.SCALING_HEALTHY]
+        assert v.status == expected, v.message
+    # without anything to preempt, the same device-only wait is ScaleUpBlocked at once
+    s = wanting(2, unschedulable=False)
+    s = replace(s, pods=(*s.pods, pod(PENDING, s.plan_in_force, unschedulable=CLAIMS_ONLY, since=NOW - 600)))  # type: ignore[arg-type]
+    s = with_room(fleet({1: "peer", 2: "peer", 3: "peer"}), s)
+    v = decide_and_build(s, run_planner(s, plan_decision(s)))[0].verdicts[r.SCALING_HEALTHY]
+    assert (v.status, v.reason) == ("False", r.SCALE_UP_BLOCKED)
+
+
 # ------------------------------------------------------------------ the evictions
 
 
