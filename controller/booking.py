@@ -113,12 +113,18 @@ def scale_up_evictions(ledger: Ledger, s: Snapshot) -> tuple[Evict, ...]:
     own pods is unschedulable (the scheduler found no device for it: an earlier eviction would let
     the victim's replacement pod take the device first). Asked again each reconcile while the room
     is short, as the new plan's evictions are."""
-    found = s.capacity.room
-    if found is None or not found.victims or s.klass is None or not readings.unschedulable_pods(s.pods):
+    found, priority = s.capacity.room, _priority(s)
+    if found is None or not found.victims or priority is None or not readings.unschedulable_pods(s.pods):
         return ()
-    priority = preemption.priority_value(render.replica_bounds(s.klass.spec)[2], s.priority_values)
     claims = [(v.order[0], v.name) for v in found.victims]
     return _evict(s, priority, ledger.holders(claims), "its scale-up needs")
+
+
+def _priority(s: Snapshot) -> int | None:
+    """The order's priority when it may preempt: its class known, other orders' priorities readable."""
+    if s.klass is None or s.priority_of is None:
+        return None
+    return preemption.priority_value(render.replica_bounds(s.klass.spec)[2], s.priority_values)
 
 
 def _evict(
@@ -193,12 +199,7 @@ def room(ledger: Ledger, s: Snapshot) -> Room | None:
         templates.add(worker_claim_template_name(s.order, plan))
     in_force = plan_hash(plan)
 
-    preempts = s.priority_of is not None and s.klass is not None and plan.node_count == 1
-    priority = (
-        preemption.priority_value(render.replica_bounds(s.klass.spec)[2], s.priority_values)
-        if preempts and s.klass is not None
-        else 0
-    )
+    priority, priority_of = (_priority(s) if plan.node_count == 1 else None), s.priority_of
 
     def answer(inventory: Inventory, claims: frozenset[str], reservation: Reservation | None) -> Room:
         placed = readings.placed_replicas(s.pods, templates, claims)
@@ -207,9 +208,9 @@ def room(ledger: Ledger, s: Snapshot) -> Room | None:
         limit = max(0, wanted - max(placed, available))
         more = more_replicas(plan, inventory, limit)
         room = Room(placed, more, limit, replica_shape(plan))
-        if more >= limit or not preempts or s.priority_of is None:
+        if more >= limit or priority is None or priority_of is None:
             return room
-        victims = preemption.victims(s.key, priority, ledger.held_replicas(s.priority_of))
+        victims = preemption.victims(s.key, priority, ledger.held_replicas(priority_of))
         extra, taken = with_preemption(plan, inventory, limit, victims)
         return replace(room, preempting=extra, victims=taken)
 
