@@ -34,12 +34,14 @@ def pods_of(p: Platform, namespace: str, order: str) -> int:
 
 
 def at_zero(p: Platform, namespace: str, order: str) -> bool:
-    """The Deployment wants 0 replicas, no pod of the order exists and it holds no device."""
+    """The Deployment wants 0 replicas, no pod of the order exists, it holds no device, and its
+    Service points at the activator (the EndpointSlice ``<order>-activator``)."""
     d = p.get("deployment", order, namespace) or {}
     return (
         d.get("spec", {}).get("replicas") == 0
         and pods_of(p, namespace, order) == 0
         and allocated_devices(p, namespace, order) == 0
+        and p.get("endpointslice", names.activator_slice(order), namespace) is not None
     )
 
 

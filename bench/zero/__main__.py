@@ -3,13 +3,15 @@
 One order of a tiny chat model on real vLLM (the plane runner), in a class with ``minReplicas: 0`` and
 ``scaleToZeroAfterSeconds: S`` (default 30), on the local plane with Prometheus, KEDA and the activator
 (started when down). After the order is Ready, ``N`` times (default 3): wait until it runs no pod and
-holds no device, then send one streamed chat request with its token through the entry address and time
+holds no device (and its Service points at the activator), then send one streamed chat request with its token through the entry address and time
 it to its first byte and to its whole answer. Before the first wake, a request without the token must
 get 401 and leave the order at zero. Every second it samples the devices the order's claims hold.
 
-Prints one JSON line (bench/zero/figures.py): the seconds from each wake-up request to its first byte
-and answer, the seconds from the last answer to zero, and the device-seconds held over the run against
-an order that keeps one replica (the saving).
+After the last wake it returns to zero and stays there ``--quiet`` seconds (default 300), an idle
+stretch. Prints one JSON line (bench/zero/figures.py): the seconds from each wake-up request to its
+first byte and answer, the seconds from the last answer to zero, and the device-seconds held over the
+run (from the first zero to the end of the quiet stretch) against an order that keeps one replica
+(the saving).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     a = argparse.ArgumentParser(prog="python -m bench.zero", description=__doc__)
     a.add_argument("--wakes", type=int, default=3)
     a.add_argument("--idle", type=int, default=30, help="the class's scaleToZeroAfterSeconds")
+    a.add_argument("--quiet", type=float, default=300, help="seconds left at zero after the last wake")
     args = a.parse_args(argv)
     cluster = running_cluster()
     kubectl = Kubectl(cluster)

@@ -96,8 +96,11 @@ def at_zero(deployment: Obj | None) -> bool:
 
 def wants_activator(deployment: Obj | None, *, may_scale_to_zero: bool, single_node: bool) -> bool:
     """Whether the order's Service should point at the activator now: a single-node order of a class
-    that scales to zero, with no available replica (at zero, waking, or still starting)."""
-    return may_scale_to_zero and single_node and _available(deployment) == 0
+    that scales to zero, with no available replica (at zero, waking, or still starting), or whose
+    Deployment KEDA has just set to 0 replicas while its last pod still serves. Writing the slice at
+    that decision, not once the pod is gone, leaves no moment without an endpoint: meanwhile the
+    activator forwards what it gets to the ready pod at once."""
+    return may_scale_to_zero and single_node and (_available(deployment) == 0 or at_zero(deployment))
 
 
 def zero_verdict(

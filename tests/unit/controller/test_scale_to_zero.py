@@ -330,3 +330,20 @@ def test_a_new_order_is_kept_at_one_replica_until_it_has_served() -> None:
     assert _applied_scaled_object(starting)["spec"]["minReplicaCount"] == 1
     desired.clear()
     assert _applied_scaled_object(at_zero())["spec"]["minReplicaCount"] == 0
+
+
+def test_the_activator_slice_is_written_as_soon_as_keda_decides_zero() -> None:
+    """The last pod still serves while it stops: the slice is there first, so no moment lacks an
+    endpoint (the activator forwards to the ready pod meanwhile)."""
+    plan = plan_on(GPU)
+    s = at_zero(
+        deployment=deployment(plan, available=1, replicas=0),
+        pods=(pod("support-llm-6f7d9-abcde", plan, running=True),),
+    )
+    assert _slices(_decide(s).apply)
+    warm = at_zero(
+        deployment=deployment(plan, available=1, replicas=1),
+        pods=(pod("support-llm-6f7d9-abcde", plan, running=True),),
+    )
+    desired.clear()
+    assert not _slices(_decide(warm).apply)
