@@ -15,9 +15,12 @@ import pytest
 from shared import names
 from testkit.platform import Platform, hf
 from tests.integration.conftest import wait_for
-from tests.integration.e2e.test_reasons import SMALL, free_l4_uuid
+from tests.integration.e2e.test_reasons import SMALL, free_l4_uuid, free_l4_uuids
 
 pytestmark = pytest.mark.cluster
+# KEDA makes the HPA that holds a Deployment at the class's minReplicas (the controller leaves
+# replicas to it): test_a_serving_order_scaling_up_preempts_... needs its order's second replica.
+PLATFORM_AUTOSCALING = True
 
 
 def _priority_class(p: Platform, value: int) -> str:
@@ -34,14 +37,20 @@ def _priority_class(p: Platform, value: int) -> str:
     return name
 
 
-def _pinned_class(p: Platform, uid: str, priority_class: str) -> str:
+def _pinned_class(p: Platform, uid: str, priority_class: str, *, replicas: int = 1, also: str = "") -> str:
+    """A class pinned to the L4 ``uid`` (and ``also`` when given), of ``replicas`` replicas."""
+    uids = ", ".join(f'"{u}"' for u in (uid, also) if u)
     return p.create_class(
         {
             "placement": {
                 "deviceClassNames": ["gpu.nvidia.com"],
-                "selector": f'device.attributes["gpu.nvidia.com"].uuid == "{uid}"',
+                "selector": f'device.attributes["gpu.nvidia.com"].uuid in [{uids}]',
             },
-            "scaling": {"minReplicas": 1, "maxReplicas": 1, "priorityClassName": priority_class},
+            "scaling": {
+                "minReplicas": replicas,
+                "maxReplicas": replicas,
+                "priorityClassName": priority_class,
+            },
         }
     )
 
@@ -148,3 +157,68 @@ def test_an_order_of_equal_priority_waits_and_evicts_nothing(platform: Platform,
         assert not [e for e in _events(platform, ns, "first") if e.get("reason") == "Preempted"]
     finally:
         _delete(platform, "priorityclass", pc)
+
+
+def test_a_serving_order_scaling_up_preempts_the_low_priority_replica_on_the_l4_it_needs(
+    platform: Platform, ns: str
+) -> None:
+    """Scale-up preemption: the high order's class may use two L4s and wants two replicas; its new
+    plan takes the free one (preempting nothing), and its second replica, refused by the scheduler
+    for the L4 the low order holds, is placed by evicting that replica. It never reads
+    ScaleUpBlocked meanwhile (preemption can place the replica)."""
+    low_pc, high_pc = _priority_class(platform, 100), _priority_class(platform, 2000)
+    try:
+        free, held = free_l4_uuids(platform, 2)
+        low = _pinned_class(platform, held, low_pc)
+        high = _pinned_class(platform, free, high_pc, replicas=2, also=held)
+        platform.create_order(ns, "low", hf(SMALL), klass=low)
+        platform.wait_phase(ns, "low", "Ready", timeout=120)
+        assert _held_uuids(platform, ns, "low") == {held}
+
+        t0 = time.monotonic()
+        platform.create_order(ns, "high", hf(SMALL), klass=high)
+        seen: list[tuple[str, str, str]] = []
+
+        def look() -> dict[str, Any]:
+            o = platform.order(ns, "high")
+            c = platform.condition(o, "ScalingHealthy")
+            if c and (not seen or seen[-1][:2] != (c.get("status"), c.get("reason"))):
+                seen.append((c.get("status", ""), c.get("reason", ""), c.get("message", "")))
+            return o
+
+        wait_for(
+            look,
+            lambda o: (
+                o["status"].get("phase") == "Ready"
+                and ((platform.get("deployment", "high", ns) or {}).get("status") or {}).get(
+                    "availableReplicas"
+                )
+                == 2
+            ),
+            timeout=180,
+            interval=0.5,
+        )
+        t_two = time.monotonic() - t0
+        assert _held_uuids(platform, ns, "high") == {free, held}
+        assert not [s for s in seen if s[1] == "ScaleUpBlocked"], seen
+        obj = wait_for(
+            lambda: platform.order(ns, "low"),
+            lambda o: o["status"].get("phase") != "Ready",
+            timeout=60,
+        )
+        assert _held_uuids(platform, ns, "low") == set()
+        low_events = wait_for(
+            lambda: _events(platform, ns, "low"),
+            lambda es: any(e.get("reason") == "Preempted" for e in es),
+            timeout=60,
+        )
+        note = next(e for e in low_events if e.get("reason") == "Preempted")["note"]
+        assert f"{ns}/high" in note and "priority 2000" in note and "scale-up" in note
+        assert [e for e in _events(platform, ns, "high") if e.get("reason") == "Preempting"]
+        print(
+            f"\nhigh: 2 replicas available {t_two:.1f}s after its creation; its ScalingHealthy: {seen}; "
+            f"low phase {obj['status'].get('phase')}"
+        )
+    finally:
+        _delete(platform, "priorityclass", low_pc)
+        _delete(platform, "priorityclass", high_pc)

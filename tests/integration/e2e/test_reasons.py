@@ -41,6 +41,12 @@ def token_secret(p: Platform, ns: str, token: str = HF_TOKEN) -> None:
 
 def free_l4_uuid(p: Platform) -> str:
     """The uuid of an L4 no claim holds now."""
+    return free_l4_uuids(p, 1)[0]
+
+
+def free_l4_uuids(p: Platform, n: int) -> list[str]:
+    """The uuids of ``n`` L4s no claim holds now."""
+    found: list[str] = []
     slices = json.loads(p.kubectl("get", "resourceslices", "-o", "json").stdout)["items"]
     claims = json.loads(p.kubectl("get", "resourceclaims", "-A", "-o", "json").stdout)["items"]
     held = {
@@ -54,8 +60,10 @@ def free_l4_uuid(p: Platform) -> str:
                 d["attributes"]["productName"]["string"] == "NVIDIA L4"
                 and (s["spec"]["pool"]["name"], d["name"]) not in held
             ):
-                return str(d["attributes"]["uuid"]["string"])
-    pytest.fail("no free L4 in the fleet")
+                found.append(str(d["attributes"]["uuid"]["string"]))
+                if len(found) == n:
+                    return found
+    pytest.fail(f"fewer than {n} free L4s in the fleet")
 
 
 # -- ClassResolved -------------------------------------------------------------------------------
