@@ -10,7 +10,7 @@ get 401 and leave the order at zero. Every second it samples the devices the ord
 After the last wake it returns to zero and stays there ``--quiet`` seconds (default 300), an idle
 stretch. Prints one JSON line (bench/zero/figures.py): the seconds from each wake-up request to its
 first byte and answer, the seconds from the last answer to zero, and the device-seconds held over the
-run (from the first zero to the end of the quiet stretch) against an order that keeps one replica
+run (from Ready to the end of the quiet stretch) against an order that keeps one replica
 (the saving).
 """
 
@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 lambda: at_zero(p, NS, ORDER), bool, timeout=args.idle + 600, message="the order at zero"
             )
             to_zero.append(time.monotonic() - last)
+            log(f"at zero {to_zero[-1]:.0f} s after the last answer; quiet for {args.quiet:.0f} s")
+            time.sleep(args.quiet)
             end = time.monotonic()
         finally:
             stop.set()

@@ -453,6 +453,10 @@ class PlaneRunner:
             pod = pods.get(uid)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
                 log.info("%s: deleted; stopping its processes", worker.name)
+                # Out of the route at once, as a terminating pod leaves its Service's endpoints
+                # before its processes stop: a connection meanwhile must not reach a server that is
+                # shutting down (an order back at zero goes to the activator instead).
+                self.routes.forget(worker.order, worker.uid)
                 threading.Thread(target=worker.stop, daemon=True).start()
                 del self.workers[uid]
         for uid, pod in pods.items():
