@@ -70,6 +70,9 @@ def _decoded(data: Mapping[str, Any] | None) -> dict[str, str]:
     return {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in (data or {}).items()}
 
 
+UNDECIDED_SECONDS = 60.0  # how long ``adopts`` says "not decided yet" for one pod
+
+
 class Routes:
     """The orders the runner serves, pushed to the stand-in's control port: order -> {pod uid: (the
     pod's name, the ready process's ``127.0.0.1:port`` or None while it is not ready)}. Each backend
@@ -356,6 +359,7 @@ class PlaneRunner:
         self.image = runtime_images.pinned().image
         self.workers: dict[str, PodWorker] = {}
         self.decided: dict[str, bool] = {}  # pod uid -> adopted
+        self.undecided_since: dict[str, float] = {}  # pod uid -> when ``decide`` first could not tell
         self.lock = threading.RLock()  # the sync and the stand-in's questions
 
     def objects(self, pod: Obj) -> PodObjects:
@@ -431,14 +435,28 @@ class PlaneRunner:
                 log.info("pod %s/%s: served by a real vLLM", *order)
         return self.decided[uid]
 
-    def adopts(self, namespace: str, order: str) -> bool:
+    def adopts(self, namespace: str, order: str) -> bool | None:
         """Asked by the stand-in before it answers for an order nobody routed (``GET /adopts/...``):
-        whether a pod of the order is one the runner serves; claimed before the answer."""
+        whether a pod of the order is one the runner serves; claimed before the answer. None while a
+        pod of the vLLM image is not decided yet (its Secrets or the Hub not read yet), for at most
+        ``UNDECIDED_SECONDS``: the stand-in then answers nothing rather than pretend to be a runtime
+        that may be about to start (a KWOK pod is Ready at once, and the controller's first probe
+        answered by the stand-in made a tiny-model order Ready before its vLLM ran)."""
         with self.lock:
             listed = self.core.list_namespaced_pod(namespace, label_selector=f"{names.LABEL_ORDER}={order}")
             pods = [self.api.sanitize_for_serialization(i) for i in listed.items]
-            verdicts = [self.verdict(p) for p in pods if not p["metadata"].get("deletionTimestamp")]
-            return any(verdicts)  # every pod decided (and claimed), not just up to the first
+            live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+            verdicts = [self.verdict(p) for p in live]  # every pod decided (and claimed)
+            if any(verdicts):
+                return True
+            now = time.monotonic()
+            for p in live:
+                uid = p["metadata"]["uid"]
+                if uid in self.decided or not adoption.runs_here(p["spec"], self.image):
+                    continue
+                if now - self.undecided_since.setdefault(uid, now) < UNDECIDED_SECONDS:
+                    return None
+            return False
 
     def sync_once(self) -> None:
         with self.lock:
@@ -501,7 +519,7 @@ class PlaneRunner:
 
 
 class _Questions(BaseHTTPRequestHandler):
-    """``GET /adopts/{namespace}/{order}`` -> ``{"adopted": bool}`` (``PlaneRunner.adopts``)."""
+    """``GET /adopts/{namespace}/{order}`` -> ``{"adopted": true | false | null}`` (null: not decided yet; ``PlaneRunner.adopts``)."""
 
     server: _QuestionServer
 

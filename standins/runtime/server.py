@@ -137,10 +137,12 @@ class RuntimeState:
             self._turns[key] = turn + 1
         return backends[turn:] + backends[:turn]
 
-    def adopted(self, key: OrderKey) -> bool:
+    def adopted(self, key: OrderKey) -> bool | None:
         """Whether the plane runner (``PUT /_standin/adopter``) runs the order's pods on a real runtime;
-        it claims the order (a route) before it says so. False without a runner, or when it does not
-        answer within 10 s (the stand-in then answers, as without one)."""
+        it claims the order (a route) before it says so. None while the runner has not decided yet
+        (the connection is closed unanswered: the stand-in never answers for an order a real runtime
+        may serve). False without a runner, or when it does not answer within 10 s (the stand-in
+        then answers, as without one)."""
         with self.lock:
             adopter = self.adopter
         if adopter is None:
@@ -148,9 +150,10 @@ class RuntimeState:
         url = f"{adopter.rstrip('/')}/adopts/{key.namespace}/{key.name}"
         try:
             with urllib.request.urlopen(url, timeout=10) as resp:
-                return bool(json.loads(resp.read()).get("adopted"))
+                verdict = json.loads(resp.read()).get("adopted")
         except (OSError, ValueError):
             return False
+        return None if verdict is None else bool(verdict)
 
     def activator_for(self, key: OrderKey, *, claimed: bool) -> list[str] | None:
         """The activator's addresses when a connection for the order is to go there (the module
@@ -258,8 +261,12 @@ class ApiServer(ThreadingHTTPServer):
             activator = state.activator_for(key, claimed=backends is not None)
             if activator:
                 backends, to_activator = activator, True
-        if backends is None and state.adopted(key):
-            backends = state.backends_for(key) or []  # claimed just now: not ready yet
+        if backends is None:
+            verdict = state.adopted(key)
+            if verdict is None:
+                backends = []  # the runner has not decided yet: closed unanswered
+            elif verdict:
+                backends = state.backends_for(key) or []  # claimed just now: not ready yet
         if backends is None:
             return False
         entry: dict[str, Any] = {

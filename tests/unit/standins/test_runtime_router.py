@@ -385,9 +385,9 @@ class Adopter(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, rt: RunningRuntime, adopts: set[str]) -> None:
+    def __init__(self, rt: RunningRuntime, adopts: set[str], undecided: set[str] | None = None) -> None:
         super().__init__(("127.0.0.1", 0), AdopterHandler)
-        self.rt, self.adopts = rt, adopts
+        self.rt, self.adopts, self.undecided = rt, adopts, undecided or set()
         self.asked: list[str] = []
 
     @property
@@ -404,9 +404,11 @@ class AdopterHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         _, _, ns, name = self.path.split("/")
         self.server.asked.append(f"{ns}/{name}")
-        adopted = name in self.server.adopts
+        adopted: bool | None = name in self.server.adopts
         if adopted:
             self.server.rt.route(ns, name, [])
+        elif name in self.server.undecided:
+            adopted = None
         raw = json.dumps({"adopted": adopted}).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(raw)))
@@ -445,6 +447,28 @@ def test_the_plane_runner_is_asked_before_the_stand_in_answers_an_order_nobody_r
     # a runner that does not answer: the stand-in answers, as without one
     assert b"BAAI/bge-large-en-v1.5" in fetch(runtime, ca[2], OTHER)[1]
     assert set_adopter(runtime, None).status_code == 200
+
+
+def test_an_order_the_runner_has_not_decided_yet_is_not_answered_by_the_stand_in(
+    runtime: RunningRuntime, ca: tuple[bytes, bytes, Path]
+) -> None:
+    """The runner has not read a new pod's Secrets or sizes yet: the stand-in closes the connection
+    rather than answer for an order a real vLLM may be about to serve (a KWOK pod is Ready at once,
+    and the controller's first probe answered by the stand-in once made a tiny order Ready before
+    its vLLM ran)."""
+    adopter = Adopter(runtime, set(), undecided={"chat"})
+    threading.Thread(target=adopter.serve_forever, daemon=True).start()
+    try:
+        assert set_adopter(runtime, adopter.url).status_code == 200
+        with pytest.raises((ssl.SSLError, OSError)):
+            fetch(runtime, ca[2], HOST)
+        assert not [r for r in runtime.requests() if r["host"] == HOST]
+        adopter.undecided.clear()  # decided: not the runner's
+        assert b"runtime-standin" in fetch(runtime, ca[2], HOST)[1]  # answered by the stand-in now
+    finally:
+        adopter.shutdown()
+        adopter.server_close()
+        set_adopter(runtime, None)
 
 
 @pytest.mark.parametrize("body", [{}, {"url": 3}, {"url": "https://x:1"}, {"url": "http://a b"}, []])
