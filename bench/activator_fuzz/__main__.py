@@ -52,7 +52,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.activator_fuzz.clients import Target, storm
+from bench.activator_fuzz.clients import Target, storm, tcp_sockets
 from devtools.pki import cert_pem, key_pem, new_ca, new_leaf
 from shared import names
 
@@ -211,23 +211,6 @@ def metrics(admin_port: int) -> dict[str, float]:
         for s in family.samples:
             labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
             out[f"{s.name}{{{labels}}}" if labels else s.name] = s.value
-    return out
-
-
-def tcp_sockets(port: int) -> dict[str, int]:
-    """The activator's side of its connections, by TCP state (``/proc/net/tcp``; local port ``port``)."""
-    states = {
-        "01": "established",
-        "06": "time_wait",
-        "08": "close_wait",
-        "04": "fin_wait1",
-        "05": "fin_wait2",
-    }
-    out: dict[str, int] = {}
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        cols = line.split()
-        if int(cols[1].split(":")[1], 16) == port and cols[3] in states:
-            out[states[cols[3]]] = out.get(states[cols[3]], 0) + 1
     return out
 
 

@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 KINDS = (
     "malformed",
@@ -340,7 +341,7 @@ async def storm(
 
     async def loop(i: int) -> None:
         rng = random.Random(seed * 100_003 + i)
-        await asyncio.sleep(rng.uniform(0, min(1.0, seconds / 10)))  # no thundering start
+        await asyncio.sleep(rng.uniform(0, min(1.0, seconds / 4)))  # no thundering start
         while time.monotonic() < deadline:
             kind = rng.choice(kinds)
             tally.add(kind, await one(kind, t, rng))
@@ -352,3 +353,21 @@ async def storm(
 
     await asyncio.gather(half(), *(loop(i) for i in range(clients)))
     return tally
+
+
+def tcp_sockets(port: int) -> dict[str, int]:
+    """The activator's side of its connections, by TCP state (``/proc/net/tcp``, local port ``port``):
+    ``established`` or ``close_wait`` ones once every client has closed are connections it never closed."""
+    states = {
+        "01": "established",
+        "06": "time_wait",
+        "08": "close_wait",
+        "04": "fin_wait1",
+        "05": "fin_wait2",
+    }
+    out: dict[str, int] = {}
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        cols = line.split()
+        if int(cols[1].split(":")[1], 16) == port and cols[3] in states:
+            out[states[cols[3]]] = out.get(states[cols[3]], 0) + 1
+    return out
