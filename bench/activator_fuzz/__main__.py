@@ -52,7 +52,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.activator_fuzz.clients import Target, storm, tcp_sockets
+from bench.activator_fuzz.clients import KINDS, Target, storm, tcp_sockets
 from devtools.pki import cert_pem, key_pem, new_ca, new_leaf
 from shared import names
 
@@ -230,7 +230,14 @@ def _ready(admin_port: int, proc: subprocess.Popen[bytes], timeout: float = 30) 
 
 
 async def run(
-    *, clients: int, seconds: float, seed: int, max_rss_mib: float, work: Path, trickle: float
+    *,
+    clients: int,
+    seconds: float,
+    seed: int,
+    max_rss_mib: float,
+    work: Path,
+    trickle: float,
+    kinds: tuple[str, ...] = KINDS,
 ) -> dict[str, Any]:
     now = dt.datetime.now(dt.UTC)
     ca, ca_key = new_ca("activator fuzz CA", now=now, days=1)
@@ -290,7 +297,7 @@ async def run(
             trickle=trickle,
         )
         t0 = time.monotonic()
-        tally = await storm(target, clients=clients, seconds=seconds, seed=seed, at_half=wake)
+        tally = await storm(target, clients=clients, seconds=seconds, seed=seed, kinds=kinds, at_half=wake)
         elapsed = time.monotonic() - t0
         # every client is done; what the activator still holds or counts open now is a leak
         # (its own closing of the last connections may lag a moment: give it 5 s)
@@ -344,6 +351,7 @@ async def run(
         "clients": clients,
         "seconds": seconds,
         "seed": seed,
+        "kinds": list(kinds),
         "bounds": BOUNDS,
         "connections": sum(tally.outcomes.values()),
         "answers": tally.answers,
@@ -409,7 +417,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trickle", type=float, default=1.0, help="seconds between two bytes of a slow client")
     p.add_argument("--max-rss-mib", type=float, default=512)
     p.add_argument("--keep", action="store_true", help="keep the work directory (the activator's log)")
+    p.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help="the client kinds to draw from, comma-separated (default: all): e.g. slowloris alone "
+        "measures what an open connection costs",
+    )
     args = p.parse_args(argv)
+    unknown = set(args.kinds.split(",")) - set(KINDS)
+    if unknown:
+        p.error(f"unknown kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
     work = Path(tempfile.mkdtemp(prefix="activator-fuzz-"))
     figures = asyncio.run(
         run(
@@ -419,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
             max_rss_mib=args.max_rss_mib,
             work=work,
             trickle=args.trickle,
+            kinds=tuple(k for k in args.kinds.split(",") if k),
         )
     )
     print(json.dumps(figures))
