@@ -36,7 +36,7 @@ _HELP = {
     "retry_after_seconds": "the Retry-After of a 503 (default 10)",
     "max_held_per_order": "requests held at most per order; beyond, 503 at once (default 64)",
     "max_held_total": "requests held at most in all (default 1024)",
-    "max_connections": "client connections open at once; beyond, closed after the handshake (default 4096)",
+    "max_connections": "client connections open at once, about 0.3 MiB each; beyond, closed after the handshake (default 1024)",
     "max_header_bytes": "request line and headers at most (default 65536; beyond, 431)",
     "max_body_bytes": "request body at most (default 4194304; beyond, 413)",
     "header_timeout_seconds": "for the TLS handshake, and for the request head (default 10)",

@@ -67,10 +67,11 @@ async def read_head(
 
 
 async def read_body(
-    conn: h11.Connection, reader: asyncio.StreamReader, *, limit: int, timeout: float
+    conn: h11.Connection, reader: asyncio.StreamReader, *, limit: int, timeout: float, keep: bool = True
 ) -> bytes:
     """The whole body. Raises ``RequestTooLargeError`` beyond ``limit``, ``TimeoutError`` after
-    ``timeout``, ``h11.RemoteProtocolError`` when it is malformed or cut short."""
+    ``timeout``, ``h11.RemoteProtocolError`` when it is malformed or cut short. ``keep=False``
+    reads and drops it (a refused request's body): b"" back, and no more than one read in memory."""
     parts: list[bytes] = []
     size = 0
     async with asyncio.timeout(timeout):
@@ -83,7 +84,8 @@ async def read_body(
                 size += len(event.data)
                 if size > limit:
                     raise RequestTooLargeError
-                parts.append(bytes(event.data))
+                if keep:
+                    parts.append(bytes(event.data))
                 continue
             if isinstance(event, h11.EndOfMessage):
                 return b"".join(parts)

@@ -239,9 +239,10 @@ async def _discard_body(
     conn: h11.Connection, reader: asyncio.StreamReader, *, limit: int, timeout: float
 ) -> None:
     """Read what is left of a refused request's body, so that closing does not reset the connection
-    (and lose the answer) while the client is still sending it."""
+    (and lose the answer) while the client is still sending it. It is dropped as it comes: a client
+    without the token must not make the activator keep up to ``max_body_bytes`` per connection."""
     with contextlib.suppress(RequestTooLargeError, TimeoutError, h11.RemoteProtocolError):
-        await read_body(conn, reader, limit=limit, timeout=timeout)
+        await read_body(conn, reader, limit=limit, timeout=timeout, keep=False)
 
 
 async def _closed(reader: asyncio.StreamReader) -> None:
