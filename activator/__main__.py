@@ -39,6 +39,7 @@ _HELP = {
     "max_connections": "client connections open at once, about 0.3 MiB each; beyond, closed after the handshake (default 1024)",
     "max_header_bytes": "request line and headers at most (default 65536; beyond, 431)",
     "max_body_bytes": "request body at most (default 4194304; beyond, 413)",
+    "max_body_bytes_total": "request bodies kept at once, every connection together (default 268435456; beyond, 503)",
     "header_timeout_seconds": "for the TLS handshake, and for the request head (default 10)",
     "body_timeout_seconds": "for the request body (default 60; beyond, 408)",
     "upstream_poll_seconds": "how often a held request looks for a ready replica (default 0.2)",

@@ -7,7 +7,8 @@ The steps, each with its bound:
 3. The token: ``Authorization: Bearer`` must match the digest of the order's ``<name>-auth``;
    without that Secret the order is not served (fail closed). Either refusal is a 401 that holds
    nothing and wakes nothing: it is answered before the body is read and before any count.
-4. The body within ``body_timeout_seconds`` and ``max_body_bytes`` (413).
+4. The body within ``body_timeout_seconds`` and ``max_body_bytes`` (413), and within what is left of
+   ``max_body_bytes_total`` for every body kept at once (503 with ``Retry-After`` before it is read).
 5. The hold (``activator.holds``): 503 with ``Retry-After`` when it is full or runs out. While
    held, the client is watched: if it closes, the hold is released at once.
 6. The forward (``activator.forward``): the upstream's status, headers and body, streamed back
@@ -70,6 +71,7 @@ class Proxy:
     metrics: ActivatorMetrics
 
     connections: int = 0
+    body_bytes: int = 0  # reserved for the bodies read, held or forwarded now (``max_body_bytes_total``)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """The ``asyncio.start_server`` callback. Beyond ``max_connections`` open at once, a new
@@ -112,6 +114,32 @@ class Proxy:
                 conn, reader, limit=s.max_body_bytes, timeout=min(s.body_timeout_seconds, 2.0)
             )
             return
+        declared = _declared_length(head)
+        # What this request's body may take while it is read, held and forwarded: its declared
+        # length, or the most a body may be when it is chunked (its length is not known yet).
+        reserve = (
+            declared if messages.header(head.headers, b"content-length") is not None else s.max_body_bytes
+        )
+        if declared <= s.max_body_bytes and self.body_bytes + reserve > s.max_body_bytes_total:
+            self.metrics.refused("too_many_held")
+            await send_answer(conn, writer, self._busy("Too many request bodies are waiting; try again."))
+            return
+        self.body_bytes += reserve
+        try:
+            await self._serve_body(order, conn, head, reader, writer)
+        finally:
+            self.body_bytes -= reserve
+
+    async def _serve_body(
+        self,
+        order: OrderKey,
+        conn: h11.Connection,
+        head: RequestHead,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        """Steps 4 to 6 of the module docstring, for a request whose body is within the budget."""
+        s = self.settings
         try:
             if _declared_length(head) > s.max_body_bytes:
                 raise RequestTooLargeError

@@ -27,6 +27,11 @@ class Settings:
     connection): 1024 of them about 320 MiB, within half the Deployment's 1 GiB limit."""
     max_header_bytes: int = 64 * 1024
     max_body_bytes: int = 4 * 1024 * 1024
+    max_body_bytes_total: int = 256 * 1024 * 1024
+    """The bodies kept at once, every connection together (read, held or being forwarded: a body with
+    a Content-Length counts as that, a chunked one as ``max_body_bytes``); beyond, 503 with Retry-After
+    before the body is read. Only a caller with a valid token gets this far, so this bounds what one
+    tenant's callers can make the activator hold for every order."""
     header_timeout_seconds: float = 10.0
     """For the TLS handshake, and again for the request line and headers."""
     body_timeout_seconds: float = 60.0
@@ -47,6 +52,7 @@ class Settings:
             "max_connections",
             "max_header_bytes",
             "max_body_bytes",
+            "max_body_bytes_total",
             "header_timeout_seconds",
             "body_timeout_seconds",
             "upstream_poll_seconds",

@@ -70,3 +70,15 @@ def test_the_connections_anyone_may_open_fit_in_half_the_memory_limit() -> None:
     max_connections = int(flags.get("max-connections", Settings(upstream_ca_file="ca.crt").max_connections))
     assert max_connections * PER_CONNECTION <= limit // 2
     assert Settings(upstream_ca_file="ca.crt").max_connections * PER_CONNECTION <= limit // 2
+
+
+def test_the_bodies_kept_and_the_connections_fit_in_the_memory_limit_together() -> None:
+    """The connections anyone may open and the bodies callers with a token may make it keep, both at
+    their bounds, stay within the pod's memory limit with a quarter of it left for the process."""
+    (container,) = _docs()["Deployment"]["spec"]["template"]["spec"]["containers"]
+    limit = _bytes(container["resources"]["limits"]["memory"])
+    flags = dict(a.removeprefix("--").split("=", 1) for a in container["args"])
+    defaults = Settings(upstream_ca_file="ca.crt")
+    connections = int(flags.get("max-connections", defaults.max_connections))
+    bodies = int(flags.get("max-body-bytes-total", defaults.max_body_bytes_total))
+    assert connections * PER_CONNECTION + bodies <= limit * 3 // 4

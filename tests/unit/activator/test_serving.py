@@ -214,6 +214,32 @@ def test_too_many_held_requests_get_503_at_once(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_bodies_beyond_the_total_budget_get_503_before_they_are_read(tmp_path: Path) -> None:
+    """One tenant's callers (with a valid token) cannot make the activator keep bodies beyond
+    ``max_body_bytes_total`` for every order: the next one is refused before it is read, and the
+    budget comes back when the held ones end."""
+    big = {"model": "m", "prompt": "x" * 3000}
+
+    async def scenario() -> None:
+        async with running(tmp_path, max_body_bytes_total=7000) as run, run.client() as client:
+            held = [asyncio.create_task(run.call(client, json=big)) for _ in range(2)]
+            await until(lambda: run.held() == 2)
+            assert run.activator.proxy.body_bytes > 6000
+            response = await run.call(client, json=big)
+            assert response.status_code == 503 and "retry-after" in response.headers
+            assert "bodies" in response.json()["error"]["message"]
+            for task in held:
+                task.cancel()
+            await asyncio.gather(*held, return_exceptions=True)
+            await until(lambda: run.held() == 0 and run.activator.proxy.body_bytes == 0)
+            third = asyncio.create_task(run.call(client, json=big))
+            await until(lambda: run.held() == 1)  # the budget is back
+            third.cancel()
+            await asyncio.gather(third, return_exceptions=True)
+
+    asyncio.run(scenario())
+
+
 def test_a_client_that_leaves_while_held_releases_its_hold(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with running(tmp_path) as run, run.client() as client:
