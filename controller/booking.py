@@ -16,6 +16,7 @@ order and the ledger every worker shares.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from pydantic import ValidationError
 
@@ -25,11 +26,13 @@ from controller.caching import parsed
 from controller.intents import Evict, Intents
 from controller.kinds import Cache
 from controller.live import workload as readings
+from controller.live import zero
 from controller.live.workload import own_claim_names
 from controller.metrics import ControllerMetrics
 from controller.observe import Observer
 from controller.planner import LaunchPlan, PlanOutcome, PlanRequest, plan_order, preemption
-from controller.planner.headroom import Room, more_replicas, replica_shape
+from controller.planner.claims import ClaimKey
+from controller.planner.headroom import Room, more_replicas, replica_shape, with_preemption
 from controller.planner.inventory import Inventory
 from controller.planner.ledger import ClaimShape, Ledger, OrderKey, Reservation, Use, shape_of, use_of
 from controller.planner.reserve import devices_for
@@ -55,7 +58,8 @@ def book(ledger: Ledger, s: Snapshot, metrics: ControllerMetrics) -> Planning:
         return Planning()
     d = planning.plan_decision(s)
     if not d.compute:
-        return Planning(trigger=d.trigger, tried=d.tried, evict=_pending_evictions(ledger, s))
+        evict = _pending_evictions(ledger, s) or scale_up_evictions(ledger, s)
+        return Planning(trigger=d.trigger, tried=d.tried, evict=evict)
     facts, endpoint_type, cspec = s.model.facts, s.model.endpoint_type, s.klass.spec
     assert endpoint_type is not None
     answers: list[PlanOutcome] = []
@@ -99,17 +103,47 @@ def evictions(ledger: Ledger, s: Snapshot, priority: int) -> tuple[Evict, ...]:
     """The pods to evict for the order's reservation: those the claims it preempts are reserved for,
     while those claims are there, of orders of strictly lower priority than ``priority`` (asked
     again each reconcile, so an eviction refused for a PodDisruptionBudget is tried again)."""
-    out: list[Evict] = []
     if not s.pods:
         return ()  # not before the order's own pod waits for the device: the victim's would take it
-    for claim, victim, pods in ledger.preempted(s.key):
+    return _evict(s, priority, ledger.preempted(s.key), "its plan needs")
+
+
+def scale_up_evictions(ledger: Ledger, s: Snapshot) -> tuple[Evict, ...]:
+    """The pods to evict for the order's scale-up: those the claims of the lower-priority replicas
+    its room preempts are reserved for (``room``, ``headroom.with_preemption``), once one of its
+    own pods is unschedulable (the scheduler found no device for it: an earlier eviction would let
+    the victim's replacement pod take the device first). Asked again each reconcile while the room
+    is short, as the new plan's evictions are."""
+    found, priority = s.capacity.room, _priority(s)
+    if found is None or not found.victims or priority is None or not readings.unschedulable_pods(s.pods):
+        return ()
+    claims = [(v.order[0], v.name) for v in found.victims]
+    return _evict(s, priority, ledger.holders(claims), "its scale-up needs")
+
+
+def _priority(s: Snapshot) -> int | None:
+    """The order's priority when it may preempt: its class known, other orders' priorities readable."""
+    if s.klass is None or s.priority_of is None:
+        return None
+    return preemption.priority_value(render.replica_bounds(s.klass.spec)[2], s.priority_values)
+
+
+def _evict(
+    s: Snapshot,
+    priority: int,
+    held: tuple[tuple[ClaimKey, OrderKey | None, tuple[str, ...]], ...],
+    needs: str,
+) -> tuple[Evict, ...]:
+    """Evict intents for the pods of ``held`` claims of other orders of strictly lower priority."""
+    out: list[Evict] = []
+    for claim, victim, pods in held:
         if victim is None or victim == s.key or s.priority_of is None:
             continue
         victim_priority = s.priority_of(victim)
         if victim_priority >= priority:
             continue
         reason = (
-            f"preempted by {s.key[0]}/{s.key[1]} (priority {priority}): its plan needs the device "
+            f"preempted by {s.key[0]}/{s.key[1]} (priority {priority}): {needs} the device "
             f"of claim {claim[1]}"
         )
         out.extend(Evict(claim[0], pod, victim[1], victim_priority, reason) for pod in pods)
@@ -131,6 +165,8 @@ def after_act(ledger: Ledger, s: Snapshot, planned: Planning, intents: Intents, 
         ledger.settle(s.key)  # the allocation now stands for the reservation
     elif planned.outcome is None and lapse.lapsed(s):
         ledger.release(s.key)  # no pod could be created in time: the place goes to others
+    elif planned.outcome is None and zero.at_zero(s.deployment) and not s.pods:
+        ledger.release(s.key)  # scaled to zero: it holds no device until it wakes
     if intents.waiting:
         ledger.mark_exhausted(s.key)
     else:
@@ -140,6 +176,12 @@ def after_act(ledger: Ledger, s: Snapshot, planned: Planning, intents: Intents, 
 def room(ledger: Ledger, s: Snapshot) -> Room | None:
     """The ledger's room for the replicas a serving order wants beyond those available, or None when
     it wants none (the scaling verdict then needs none; ``controller.planner.headroom``).
+
+    Scale-up preemption: when the free devices are short, a single-node order (the scheduler does
+    not preempt for DRA devices, so the controller does, as for a new plan) counts the replicas
+    that evicting strictly lower-priority orders' replicas would place besides, and which replicas
+    those are (``headroom.with_preemption``, ``Room.victims``; evicted by ``scale_up_evictions``).
+    A multi-node order preempts nothing here.
 
     Asked only while the autoscaler wants more than are available, and counted only up to what is
     wanted, so a steady order costs nothing here. The replicas of the plan in force that hold their
@@ -160,12 +202,20 @@ def room(ledger: Ledger, s: Snapshot) -> Room | None:
         templates.add(worker_claim_template_name(s.order, plan))
     in_force = plan_hash(plan)
 
+    priority, priority_of = (_priority(s) if plan.node_count == 1 else None), s.priority_of
+
     def answer(inventory: Inventory, claims: frozenset[str], reservation: Reservation | None) -> Room:
         placed = readings.placed_replicas(s.pods, templates, claims)
         if placed == 0 and reservation is not None and reservation.plan_hash == in_force:
             placed = 1
         limit = max(0, wanted - max(placed, available))
-        return Room(placed, more_replicas(plan, inventory, limit), limit, replica_shape(plan))
+        more = more_replicas(plan, inventory, limit)
+        room = Room(placed, more, limit, replica_shape(plan))
+        if more >= limit or priority is None or priority_of is None:
+            return room
+        victims = preemption.victims(s.key, priority, ledger.held_replicas(priority_of))
+        extra, taken = with_preemption(plan, inventory, limit, victims)
+        return replace(room, preempting=extra, victims=taken)
 
     return ledger.look(s.key, answer)
 
@@ -183,6 +233,8 @@ def rebuild(observer: Observer, now: float) -> set[OrderKey]:
         if plan is None or observer.claims_allocated(order, plan):
             continue
         workload = observer.store.get(Cache.DEPLOYMENTS, key[0], key[1])
+        if zero.at_zero(workload):
+            continue  # scaled to zero: nothing to hold until it wakes
         found = lapse.refusal_of(order, plan, workload, observer.store.labelled(Cache.PODS, *key), now=now)
         if found is not None and now - found[0] >= observer.settings.claim_grace_seconds:
             lapsed.add(key)

@@ -15,7 +15,7 @@ from controller import desired, lapse, planning, render
 from controller.conditions import resolve
 from controller.conditions.status import StatusFields
 from controller.intents import Delete, Intents, ProbeRequest, ScrapeRequest
-from controller.live import lineage, progress, takeover
+from controller.live import lineage, progress, takeover, zero
 from controller.live import workload as readings
 from controller.planner import LaunchPlan
 from controller.snapshot import Planning, Snapshot
@@ -215,7 +215,10 @@ def _judge_workload(s: Snapshot, d: _Draft, token: str | None) -> None:
     if not v.ok and v.reason == r.PROGRESSING:
         v = _download_progress(s, d, v)
     v, lapses_in = lapse.judge(s, v)
+    if _judge_zero(s, d, v):
+        return
     d.verdicts[r.WORKLOAD_READY] = v
+    _woke(s, d, v)
     if lapses_in is not None:
         d.again(lapses_in)
     if not v.ok:
@@ -234,6 +237,83 @@ def _judge_workload(s: Snapshot, d: _Draft, token: str | None) -> None:
     d.verdicts[r.SCALING_HEALTHY] = sv
     if again is not None:
         d.again(again)
+
+
+ZERO_LOOK_AGAIN = 15.0  # seconds: an order at zero or waking is looked at again (KEDA moves it)
+
+
+def _judge_zero(s: Snapshot, d: _Draft, plain: Verdict) -> bool:
+    """An order at zero or waking (``controller.live.zero``): WorkloadReady and Ready read
+    ``ScaledToZero`` and nothing is probed. The probe goes through the order's Service, so at zero
+    it would reach the activator, be held as a request, and wake the order it looks at. Returns
+    whether it judged the order."""
+    idle = render.scale_to_zero_after(s.klass.spec) if s.klass is not None else None
+    before = find(s.order.status.conditions, r.WORKLOAD_READY)
+    has_served = zero.has_served(s.order.status.conditions)
+    v = zero.zero_verdict(s.deployment, list(s.pods), plain, idle_after=idle, has_served=has_served)
+    if v is None:
+        return False
+    d.verdicts[r.WORKLOAD_READY] = v
+    d.again(ZERO_LOOK_AGAIN)
+    if s.activator is None:
+        d.verdicts[r.READY] = false(
+            r.ACTIVATOR_UNAVAILABLE,
+            f"The order runs no ready replica and no activator is ready to hold its requests (the Service "
+            f"{names.ACTIVATOR_SERVICE} in the module's namespace has no ready endpoint): its endpoint "
+            "does not answer until one is.",
+        )
+    else:
+        d.verdicts[r.READY] = true(
+            r.SCALED_TO_ZERO,
+            "The endpoint answers through the activator, which holds requests with the order's token "
+            "until a replica is ready; the Inference API is probed again once one is.",
+        )
+    if zero.at_zero(s.deployment):
+        d.verdicts[r.SCALING_HEALTHY] = true(r.SCALING_HEALTHY_OK, "Scaled to zero: no replica is wanted.")
+    else:
+        sv, again = readings.scaling_verdict(
+            s.deployment,
+            s.hpa,
+            list(s.pods),
+            now=s.now,
+            grace=s.settings.scale_up_grace_seconds,
+            room=s.capacity.room,
+        )
+        d.verdicts[r.SCALING_HEALTHY] = sv
+        if again is not None:
+            d.again(again)
+    if (
+        before is not None
+        and (before.message or "").startswith(zero.AT_ZERO)
+        and v.message.startswith(zero.WAKING)
+    ):
+        d.events.append(
+            (
+                "Normal",
+                "Waking",
+                "KEDA scaled the Deployment from 0 replicas: the order's ScaledObject saw a request (one the "
+                f"activator holds, or load on the runtime). {v.message}",
+            )
+        )
+    return True
+
+
+def _woke(s: Snapshot, d: _Draft, v: Verdict) -> None:
+    """The Event of an order back from zero: a replica is available again."""
+    before = find(s.order.status.conditions, r.WORKLOAD_READY)
+    if before is None or before.reason != r.SCALED_TO_ZERO or not v.ok:
+        return
+    started = [
+        t for p in s.pods if (t := readings.parse_time((p.get("metadata") or {}).get("creationTimestamp")))
+    ]
+    took = f" {int(s.now - min(started))}s after its first pod was created" if started else ""
+    d.events.append(
+        (
+            "Normal",
+            "Woke",
+            f"A replica is available{took}; requests go to it directly again, no longer through the activator.",
+        )
+    )
 
 
 def _download_progress(s: Snapshot, d: _Draft, v: Verdict) -> Verdict:

@@ -26,7 +26,7 @@ from controller import render
 from controller.caching.memo import Memo
 from controller.intents import Delete
 from controller.kinds import PRUNED
-from controller.live import drift
+from controller.live import drift, zero
 from controller.planner import LaunchPlan
 from controller.snapshot import Snapshot
 from shared import names
@@ -139,7 +139,16 @@ def _summary(
     when they had to be rendered for it (None on a memo hit)."""
     order = s.order
     key = (order.metadata.namespace or "", order.metadata.name, order.metadata.uid or "")
-    inputs: tuple[object, ...] = (order.spec, plan, cspec, s.settings, fetch, token_hash(s, cspec))
+    inputs: tuple[object, ...] = (
+        order.spec,
+        plan,
+        cspec,
+        s.settings,
+        fetch,
+        token_hash(s, cspec),
+        activator_for(s, plan, cspec),
+        may_idle(s),
+    )
     hit = _RENDERED.get(key)
     if hit is not None:
         # an input that is the very object rendered from keeps its print; only the others are dumped
@@ -175,6 +184,8 @@ def _render(
         revision=fetch.revision,
         fetch=fetch,
         token_hash=token_hash(s, cspec),
+        activator=activator_for(s, plan, cspec),
+        may_idle=may_idle(s),
     )
     for obj in objs:
         # the digest is of the object without its own annotation (the right side is evaluated first)
@@ -182,6 +193,29 @@ def _render(
             drift.stable_json(obj), 16
         )
     return objs
+
+
+def activator_for(
+    s: Snapshot, plan: LaunchPlan, cspec: InferenceServiceClassSpec
+) -> render.ActivatorTarget | None:
+    """Where the order's ``<order>-activator`` EndpointSlice points, while it has one: a class that
+    scales to zero, a single-node plan, no available replica, a ready activator
+    (``controller.live.zero``). Unwanted otherwise, so pruned: once a replica is available the
+    order's traffic goes to its pods only."""
+    wanted = zero.wants_activator(
+        s.deployment,
+        may_scale_to_zero=render.scale_to_zero_after(cspec) is not None,
+        single_node=plan.node_count <= 1,
+    )
+    return s.activator if wanted else None
+
+
+def may_idle(s: Snapshot) -> bool:
+    """Whether the order's ScaledObject may take it to zero: it has served once (its WorkloadReady
+    is True, or a replica is available now, which a status read a moment too early may not show
+    yet: the two together keep the ScaledObject from flapping while the status catches up)."""
+    available = int(((s.deployment or {}).get("status") or {}).get("availableReplicas") or 0)
+    return zero.has_served(s.order.status.conditions) or available >= 1
 
 
 def token_hash(s: Snapshot, cspec: InferenceServiceClassSpec) -> str | None:

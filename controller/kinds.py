@@ -27,6 +27,8 @@ class Cache(enum.StrEnum):
     DEPLOYMENTS = "deployments"
     LEADER_WORKER_SETS = "leaderworkersets"
     SERVICES = "services"
+    ENDPOINT_SLICES = "endpointslices"
+    ACTIVATOR_SLICES = "activatorslices"
     PVCS = "pvcs"
     PODS = "pods"
     HPAS = "hpas"
@@ -69,6 +71,7 @@ class WatchedKind:
     optional: bool = False  # the API may be absent; the start does not wait for this cache
     catalog: bool = False  # watched only while catalog integration is on
     transform: slim.Transform = slim.whole  # what the informer keeps of an object (cache and handler)
+    module_namespace: bool = False  # watched in the controller's own namespace only
 
 
 _ORDER = names.LABEL_ORDER
@@ -96,6 +99,29 @@ KINDS: tuple[WatchedKind, ...] = (
         optional=True,
     ),
     WatchedKind(Cache.SERVICES, "v1", "Service", Fanout.OWNER_LABEL, _ORDER, owned=True),
+    # The order's ``<order>-activator`` slice (scale to zero) is owned and pruned once unwanted. The
+    # EndpointSlice controller's slices of the order's Service carry the order label too (it copies
+    # the Service's labels); they are owned by the Service, never by the order, so never pruned.
+    WatchedKind(
+        Cache.ENDPOINT_SLICES,
+        "discovery.k8s.io/v1",
+        "EndpointSlice",
+        Fanout.OWNER_LABEL,
+        _ORDER,
+        owned=True,
+        pruned=True,
+    ),
+    # The activator's own Service's slices, in the module's namespace only (a tenant's slice that
+    # borrows the label elsewhere is never read): their ready addresses go into every order's
+    # ``<order>-activator`` slice, so a change reconciles every order (rare: the activator's pods).
+    WatchedKind(
+        Cache.ACTIVATOR_SLICES,
+        "discovery.k8s.io/v1",
+        "EndpointSlice",
+        Fanout.EVERYTHING,
+        f"{names.SERVICE_NAME_LABEL}={names.ACTIVATOR_SERVICE}",
+        module_namespace=True,
+    ),
     WatchedKind(
         Cache.PVCS, "v1", "PersistentVolumeClaim", Fanout.OWNER_LABEL, _ORDER, owned=True, pruned=True
     ),
@@ -186,8 +212,11 @@ KINDS: tuple[WatchedKind, ...] = (
 )
 
 BY_CACHE: dict[Cache, WatchedKind] = {k.cache: k for k in KINDS}
-BY_KIND: dict[str, WatchedKind] = {k.kind: k for k in KINDS}
 OWNED: tuple[WatchedKind, ...] = tuple(k for k in KINDS if k.owned)
+# A kind watched twice (EndpointSlice: the orders' and the activator's) maps to its owned entry.
+BY_KIND: dict[str, WatchedKind] = {
+    k.kind: k for k in KINDS if k.owned or k.kind not in {o.kind for o in OWNED}
+}
 PRUNED: tuple[WatchedKind, ...] = tuple(k for k in KINDS if k.pruned)
 
 

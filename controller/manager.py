@@ -58,8 +58,9 @@ class Controller:
             cache: Informer(
                 api,
                 RESOURCES[(k.api_version, k.kind)],
+                namespace=args.namespace if k.module_namespace else None,
                 label_selector=k.label_selector,
-                index_label=k.label_selector,
+                index_label=k.label_selector if k.label_selector and "=" not in k.label_selector else None,
                 handler=self._handler(cache),
                 transform=k.transform,
             )

@@ -23,7 +23,7 @@ from controller.config.settings import Settings
 from controller.kinds import OWNED, Cache
 from controller.kube import apply as kapi
 from controller.kube import errors as kerr
-from controller.live import lineage, progress, takeover
+from controller.live import lineage, progress, takeover, zero
 from controller.live.auth_token import read_auth
 from controller.live.probes import ProbeBook
 from controller.live.progress_book import ProgressBook
@@ -37,6 +37,7 @@ from controller.modelhub.client import (
 )
 from controller.planner import LaunchPlan, preemption
 from controller.planner.ledger import Ledger
+from controller.render.network import ActivatorTarget
 from controller.snapshot import Capacity, ModelObservation, Snapshot
 from controller.store import Store
 from shared import names
@@ -124,7 +125,15 @@ class Observer:
             ),
             priority_values=(values := self._priority_values()),
             priority_of=lambda key: self._priority_of(key, values),
+            activator=self._activator() if klass and render.scale_to_zero_after(klass.spec) else None,
         )
+
+    def _activator(self) -> ActivatorTarget | None:
+        """Where the activator answers (``controller.live.zero.activator_target``); None when its
+        slices are not watched."""
+        if not self.store.watches(Cache.ACTIVATOR_SLICES):
+            return None
+        return zero.activator_target(self.store.list(Cache.ACTIVATOR_SLICES))
 
     def _priority_values(self) -> dict[str, int]:
         """PriorityClass name -> value (empty when PriorityClasses are not watched)."""

@@ -17,6 +17,7 @@ from controller.live.progress import FetchProgress
 from controller.model_facts.facts import ModelFacts
 from controller.planner import LaunchPlan, PlanOutcome
 from controller.planner.headroom import Room
+from controller.render.network import ActivatorTarget
 from shared.api.enums import EndpointType
 from shared.api.inference_class import InferenceServiceClass
 from shared.api.order import InferenceService
@@ -84,6 +85,9 @@ class Snapshot:
     # the ledger preempts lower-priority orders' replicas for this one with them (None: never)
     priority_values: Mapping[str, int] = field(default_factory=dict)
     priority_of: Callable[[tuple[str, str]], int] | None = None
+    # where the activator answers (its Service's ready endpoints in the module namespace), read for
+    # an order of a class that scales to zero; None otherwise, or while none is ready
+    activator: ActivatorTarget | None = None
 
     @property
     def key(self) -> tuple[str, str]:

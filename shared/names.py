@@ -27,6 +27,22 @@ def keda_hpa(order: str) -> str:
     return f"keda-hpa-{order}"
 
 
+def activator_slice(order: str) -> str:
+    """The EndpointSlice that points the order's Service at the activator while the order has no
+    ready replica (a class with ``minReplicas: 0``)."""
+    return f"{order}-activator"
+
+
+# The activator (activator/): its Service in the module's namespace, whose ready endpoints the
+# controller copies into an order's ``<order>-activator`` EndpointSlice, and the manager label of
+# that slice (the EndpointSlice controller leaves slices of another manager alone; kube-proxy uses
+# every slice labelled with the Service's name).
+ACTIVATOR_SERVICE = "inference-activator"
+ACTIVATOR_SLICE_MANAGER = "inference-controller.ai.deckhouse.io"
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+SLICE_MANAGER_LABEL = "endpointslice.kubernetes.io/managed-by"
+
+
 def auth_secret(order: str) -> str:
     return f"{order}-auth"
 

@@ -59,11 +59,13 @@ PROGRESSING: Final = "Progressing"
 UNSCHEDULABLE: Final = "Unschedulable"
 WORKLOAD_FAILED: Final = "WorkloadFailed"
 NAME_CONFLICT: Final = "NameConflict"  # api.md section 6: a name the order writes is held by another
+SCALED_TO_ZERO: Final = "ScaledToZero"  # api.md section 6: at zero or waking (also Ready's reason then)
 
 # Ready
 SERVING: Final = "Serving"
 HEALTH_CHECK_FAILED: Final = "HealthCheckFailed"
 SERVICE_UNHEALTHY: Final = "ServiceUnhealthy"
+ACTIVATOR_UNAVAILABLE: Final = "ActivatorUnavailable"  # at zero, and no activator holds its requests
 
 # ScalingHealthy
 SCALING_HEALTHY_OK: Final = "ScalingHealthy"

@@ -22,7 +22,12 @@ from shared.api.enums import (
     SCALING_METRICS,
     SHARING_MODES,
 )
-from shared.api.inference_class import MAX_PERCENT_TARGET, MAX_SCALE_DOWN_STABILIZATION_SECONDS
+from shared.api.inference_class import (
+    MAX_PERCENT_TARGET,
+    MAX_SCALE_DOWN_STABILIZATION_SECONDS,
+    MAX_SCALE_TO_ZERO_AFTER_SECONDS,
+    MIN_SCALE_TO_ZERO_AFTER_SECONDS,
+)
 from shared.cel import selector_error
 from shared.quantity import QuantityError, parse_parameter_count
 from webhook.problems import Problems, shown
@@ -44,12 +49,21 @@ def class_problems(obj: Mapping[str, Any]) -> list[str]:
     if placement is not None:
         _placement(problems, placement)
     scaling = problems.obj(spec, ("spec", "scaling"), required=False)
-    if scaling is not None:
-        _scaling(problems, scaling)
+    low = _scaling(problems, scaling) if scaling is not None else None
     exposure = problems.obj(spec, ("spec", "exposure"), required=False)
+    authentication = None
     if exposure is not None:
         problems.one_of(exposure, ("spec", "exposure", "type"), EXPOSURE_TYPES, required=False)
-        problems.one_of(exposure, ("spec", "exposure", "authentication"), AUTHENTICATIONS, required=False)
+        authentication = problems.one_of(
+            exposure, ("spec", "exposure", "authentication"), AUTHENTICATIONS, required=False
+        )
+    if low == 0 and authentication == "None":
+        # the activator wakes an order at zero only for a request with its token
+        problems.add(
+            ("spec", "scaling", "minReplicas"),
+            "0 (scale to zero) needs `spec.exposure.authentication: Token`: only a request with the "
+            "order's token wakes it, and without a token any caller could make the order take a GPU",
+        )
     recipes = problems.items_of(spec, ("spec", "recipes"), required=False)
     if recipes is not None:
         for i, name in enumerate(recipes):
@@ -123,9 +137,10 @@ def _placement(problems: Problems, placement: Mapping[str, Any]) -> None:
     scheduling_problems(problems, placement, base)
 
 
-def _scaling(problems: Problems, scaling: Mapping[str, Any]) -> None:
+def _scaling(problems: Problems, scaling: Mapping[str, Any]) -> int | None:
+    """Checks the block; returns ``minReplicas`` when it is a valid number."""
     base = ("spec", "scaling")
-    low = problems.integer(scaling, (*base, "minReplicas"), required=False, minimum=1)
+    low = problems.integer(scaling, (*base, "minReplicas"), required=False, minimum=0)
     high = problems.integer(scaling, (*base, "maxReplicas"), required=False, minimum=1)
     if low is not None and high is not None and low > high:
         problems.add(
@@ -149,3 +164,17 @@ def _scaling(problems: Problems, scaling: Mapping[str, Any]) -> None:
         minimum=0,
         maximum=MAX_SCALE_DOWN_STABILIZATION_SECONDS,
     )
+    after = problems.integer(
+        scaling,
+        (*base, "scaleToZeroAfterSeconds"),
+        required=False,
+        minimum=MIN_SCALE_TO_ZERO_AFTER_SECONDS,
+        maximum=MAX_SCALE_TO_ZERO_AFTER_SECONDS,
+    )
+    if after is not None and low != 0:
+        problems.add(
+            (*base, "scaleToZeroAfterSeconds"),
+            "only a class with `spec.scaling.minReplicas: 0` scales to zero "
+            f"(minReplicas is {1 if low is None else low})",
+        )
+    return low

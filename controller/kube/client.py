@@ -73,6 +73,7 @@ _ALL = (
     _r("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkersets"),
     _r("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
     _r("keda.sh/v1alpha1", "ScaledObject", "scaledobjects"),
+    _r("discovery.k8s.io/v1", "EndpointSlice", "endpointslices"),
     _r("networking.k8s.io/v1", "Ingress", "ingresses"),
     _r("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
     _r("cert-manager.io/v1", "Certificate", "certificates"),

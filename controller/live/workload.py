@@ -267,6 +267,13 @@ def scaling_verdict(
     their devices but are not Ready yet (loading the model) count as placed, never as available, and
     are never a reason to want more.
 
+    Not while preempting can place them (``room.preempting``: the replicas that evicting
+    lower-priority orders' replicas places, ``booking.scale_up_evictions``): the order is scaling,
+    and reads ScaleUpBlocked only when even preemption leaves it short. Meanwhile a pod the scheduler
+    refuses for its devices alone (``claim_unallocatable``) is no reason for the grace below: those
+    devices are being freed for it (an eviction a PodDisruptionBudget keeps refusing leaves the order
+    scaling, the eviction retried); a pod refused for cpu, memory or volumes still is.
+
     ScaleUpBlocked after ``grace`` seconds, the fallback for what the ledger cannot see: the ledger
     says the replicas fit (or was not asked: ``room`` None) but the extra pods have stayed
     unschedulable past ``grace`` (cpu or memory of the nodes, taints, volumes, a device taken
@@ -278,19 +285,25 @@ def scaling_verdict(
     available = _available(deployment)
     if desired <= available:
         return true(r.SCALING_HEALTHY_OK, f"{available} of {desired} desired replica(s) available."), None
+    preempting = ""
     if room is not None:
         held = max(room.placed, available)  # an available replica holds its devices
-        if held + room.more < desired:
+        if held + room.more + room.preempting < desired:
             starting = f", {held - available} more starting" if held > available else ""
+            besides = (
+                f", {room.preempting} more by preempting lower-priority replicas" if room.preempting else ""
+            )
             return (
                 false(
                     r.SCALE_UP_BLOCKED,
                     f"The autoscaler wants {desired} replica(s) but {available} are available{starting}; "
-                    f"the free devices hold {room.more} more of {room.looked_at}: "
-                    f"{desired - held - room.more} short.",
+                    f"the free devices hold {room.more} more of {room.looked_at}{besides}: "
+                    f"{desired - held - room.more - room.preempting} short.",
                 ),
                 None,
             )
+        if held + room.more < desired:
+            preempting = f"; preempting {len(room.victims)} lower-priority replica(s)"
     failure = _failure(deployment)
     if failure is not None:
         return (
@@ -301,8 +314,12 @@ def scaling_verdict(
             None,
         )
     stuck = unschedulable_pods(pods)
+    if preempting:  # the devices a pod waits for are being freed for it: no grace runs out on that
+        stuck = [u for u in stuck if not u.claim_unallocatable]
     if not stuck:
-        return true(r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s)."), None
+        return true(
+            r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s){preempting}."
+        ), None
     oldest = stuck[0]
     if now - oldest.since >= grace:
         return (
@@ -315,7 +332,8 @@ def scaling_verdict(
         )
     return (
         true(
-            r.SCALING_HEALTHY_OK, f"Scaling from {available} to {desired} replica(s); waiting for capacity."
+            r.SCALING_HEALTHY_OK,
+            f"Scaling from {available} to {desired} replica(s){preempting}; waiting for capacity.",
         ),
         oldest.since + grace - now,
     )

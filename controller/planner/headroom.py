@@ -17,6 +17,9 @@ The inventory must count every claim and reservation as taken, the order's own t
 (``Ledger.look``): the devices of the order's running, loading or reserved replicas are theirs, not
 room for more. The caller counts those replicas as placed (``controller.live.workload.placed_replicas``).
 
+When the free devices are short, ``with_preemption`` counts the replicas that evicting strictly
+lower-priority orders' replicas would place besides, and which of them (``preemption``).
+
 What this cannot see, the scheduler may still refuse: cpu, memory, taints, volumes, a device taken
 between two reconciles. The scaling verdict keeps its grace-based path for those.
 """
@@ -30,10 +33,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from controller.planner import preemption
 from controller.planner.fleet import FleetGroups
 from controller.planner.inventory import Device, DeviceKey, Inventory, fleet_groups
 from controller.planner.launch import LaunchPlan
 from controller.planner.placement import SHARED_MODES, mode_accepts
+from controller.planner.preemption import Replica
 from controller.planner.selectors import SelectorCache
 from shared.cel import CelError, Selector, compile_selector
 from shared.quantity import GIB, QuantityError, parse_quantity
@@ -54,6 +59,8 @@ class Room:
     more: int
     limit: int
     looked_at: str
+    preempting: int = 0  # replicas placed besides ``more`` by preempting ``victims``
+    victims: tuple[Replica, ...] = ()  # lower-priority replicas to evict for them (``with_preemption``)
 
     def fits(self, wanted: int) -> bool:
         return self.placed + self.more >= wanted
@@ -74,20 +81,53 @@ def replica_shape(plan: LaunchPlan) -> str:
 
 def more_replicas(plan: LaunchPlan, inventory: Inventory, limit: int) -> int:
     """How many more replicas of ``plan`` the inventory's free devices hold, counted up to ``limit``."""
+    return len(_placements(plan, inventory, limit))
+
+
+def with_preemption(
+    plan: LaunchPlan, inventory: Inventory, limit: int, victims: Sequence[Replica]
+) -> tuple[int, tuple[Replica, ...]]:
+    """When the free devices hold fewer than ``limit`` more replicas of ``plan``: how many more
+    replicas preempting ``victims`` places besides (0 when it places none more), and the fewest
+    victims that takes, lowest first, as ``Ledger.take`` picks them for a new plan.
+
+    ``victims``: ``preemption.victims`` of the order, from the same ledger state as ``inventory``
+    (strictly lower priority, lowest first). As many missing replicas as preempting every victim
+    would place are placed by the shortest prefix of ``victims`` that places that many; of that
+    prefix, only the victims whose devices those replicas take are returned. Nothing is preempted
+    while the free devices hold every missing replica.
+    """
+    free = len(_placements(plan, inventory, limit))
+    if free >= limit or not victims:
+        return 0, ()
+    best = len(_placements(plan, preemption.without(inventory, victims), limit))
+    if best <= free:
+        return 0, ()
+    for n in range(1, len(victims) + 1):
+        picks = _placements(plan, preemption.without(inventory, victims[:n]), limit)
+        if len(picks) >= best:
+            used = frozenset(k for keys in picks for k in keys)
+            return best - free, tuple(v for v in victims[:n] if v.use.keys & used)
+    return 0, ()  # unreachable: the whole prefix is every victim
+
+
+def _placements(plan: LaunchPlan, inventory: Inventory, limit: int) -> list[tuple[DeviceKey, ...]]:
+    """The devices of each more replica of ``plan`` the free devices hold, up to ``limit`` replicas."""
     if limit <= 0:
-        return 0
+        return []
     matching = _matching(plan, inventory)
     if not matching:
-        return 0
-    count, inv = 0, inventory
+        return []
+    out: list[tuple[DeviceKey, ...]] = []
+    inv = inventory
     share = _share_bytes(plan) if plan.sharing_mode in SHARED_MODES else None
-    while count < limit:
+    while len(out) < limit:
         keys = _one_replica(plan, matching, inv, share)
         if keys is None:
             break
         inv = inv.with_allocation(keys, memory=share)
-        count += 1
-    return count
+        out.append(keys)
+    return out
 
 
 def _one_replica(

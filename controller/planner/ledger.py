@@ -187,12 +187,26 @@ class Ledger:
         the pods it is reserved for), the pods to evict."""
         with self._lock:
             reservation = self._reservations.get(order)
+            return self.holders(reservation.preempts if reservation else ())
+
+    def holders(
+        self, claims: Iterable[ClaimKey]
+    ) -> tuple[tuple[ClaimKey, OrderKey | None, tuple[str, ...]], ...]:
+        """Of ``claims``, those still there: (claim, its order, the pods it is reserved for)."""
+        with self._lock:
             out = []
-            for key in sorted(reservation.preempts if reservation else ()):
+            for key in sorted(claims):
                 claim = self._claims.get(key)
                 if claim is not None and claim.live:
                     out.append((key, claim.order, claim.pods))
             return tuple(out)
+
+    def held_replicas(self, priority_of: Callable[[OrderKey], int]) -> tuple[preemption.Replica, ...]:
+        """Every order's replicas the allocated claims make up, with their priority
+        (``preemption.replicas``). Called inside ``look``'s ``answer`` (the lock is reentrant), they
+        are of the same ledger state as its inventory, as ``preemption.without`` needs."""
+        with self._lock:
+            return preemption.replicas(self._claims.items(), priority_of)
 
     def look(
         self, order: OrderKey, answer: Callable[[Inventory, frozenset[str], Reservation | None], T]

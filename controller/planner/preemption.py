@@ -23,7 +23,9 @@ priority, plans again on ``without(view, victims[:n])`` (lowest first, one more 
 nothing fits the view, records the claims the plan counts on (``Reservation.preempts``), and the
 order's reconcile evicts the pods those claims are reserved for through the Eviction API
 (``booking.evictions``, ``act.Actor._evict``; a deleted victim pod frees its device in well under a
-second). Multi-node victims are taken claim by claim (the claim book does not know a claim's pod
+second). A serving single-node order whose autoscaler wants more replicas than the free devices
+hold counts and evicts its victims the same way, without a reservation (``headroom.with_preemption``,
+``booking.room``, ``booking.scale_up_evictions``). Multi-node victims are taken claim by claim (the claim book does not know a claim's pod
 group): only single-node replicas are preempted whole.
 """
 

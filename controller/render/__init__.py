@@ -37,6 +37,7 @@ from controller.render.exposure import (
     probe_url,
     replica_bounds,
     requires_token,
+    scale_to_zero_after,
     scaling_policy,
 )
 from controller.render.fetch import FetchSpec, fetch_spec
@@ -49,6 +50,8 @@ from controller.render.group import (
     worker_claim_template_name,
 )
 from controller.render.network import (
+    ActivatorTarget,
+    activator_slice,
     auth_secret,
     autoscaler,
     certificate,
@@ -62,11 +65,13 @@ from shared.api.order import InferenceService
 
 __all__ = [
     "PLAN_ANNOTATION",
+    "ActivatorTarget",
     "Endpoint",
     "FetchSpec",
     "Obj",
     "PlanView",
     "ScalingPolicy",
+    "activator_slice",
     "auth_secret",
     "autoscaler",
     "certificate",
@@ -91,6 +96,7 @@ __all__ = [
     "replica_bounds",
     "requires_token",
     "resource_claim_template",
+    "scale_to_zero_after",
     "scaling_policy",
     "service",
     "sharing_config",
@@ -108,8 +114,15 @@ def workload(
     revision: str | None,
     fetch: FetchSpec | None = None,
     token_hash: str | None = None,
+    activator: ActivatorTarget | None = None,
+    may_idle: bool = True,
 ) -> list[Obj]:
     """Every object to apply for the plan, in apply order (the auth Secret is minted separately).
+
+    ``activator``: where the activator answers, when the order (of a class with ``minReplicas: 0``)
+    has no ready replica: its ``<order>-activator`` EndpointSlice follows the Service
+    (``activator_slice``); a single-node plan only (a LeaderWorkerSet never scales to zero).
+    ``may_idle``: the order has served once, so its ScaledObject may take it to zero (``autoscaler``).
 
     ``token_hash`` is a digest of the order's token, set on the runtime's pod template so that a
     new token rolls the pods (``TOKEN_HASH_ANNOTATION``).
@@ -141,8 +154,10 @@ def workload(
         certificate(order, endpoint, settings),
         service(order),
         deployment(order, plan, spec, settings, revision=revision, fetch=fetch, token_hash=token_hash),
-        autoscaler(order, spec, settings),
+        autoscaler(order, spec, settings, may_idle=may_idle),
     ]
+    if activator is not None and activator.addresses:
+        objs.insert(4, activator_slice(order, activator))
     if endpoint.type == "External":
         objs.append(ingress(order, endpoint, settings))
     return objs

@@ -10,6 +10,7 @@ from controller.config.settings import Settings
 from shared.api.enums import ScalingMetric
 from shared.api.inference_class import (
     DEFAULT_SCALE_DOWN_STABILIZATION_SECONDS,
+    DEFAULT_SCALE_TO_ZERO_AFTER_SECONDS,
     DEFAULT_SCALING_METRIC,
     DEFAULT_SCALING_TARGETS,
     MAX_PERCENT_TARGET,
@@ -48,11 +49,22 @@ def requires_token(spec: InferenceServiceClassSpec) -> bool:
 
 
 def replica_bounds(spec: InferenceServiceClassSpec) -> tuple[int, int, str | None]:
-    """(min, max, priorityClassName) the class imposes; max defaults to min."""
+    """(min, max, priorityClassName) the class imposes; min defaults to 1 and may be 0 (scale to
+    zero), max defaults to min and is at least 1."""
     scaling = spec.scaling
-    lo = scaling.min_replicas if scaling and scaling.min_replicas else 1
+    lo = scaling.min_replicas if scaling and scaling.min_replicas is not None else 1
     hi = scaling.max_replicas if scaling and scaling.max_replicas else lo
-    return lo, max(lo, hi), scaling.priority_class_name if scaling else None
+    return lo, max(lo, hi, 1), scaling.priority_class_name if scaling else None
+
+
+def scale_to_zero_after(spec: InferenceServiceClassSpec) -> int | None:
+    """Seconds of idleness after which an order of the class runs no pod (``minReplicas: 0``;
+    default 600), or None when the class never scales to zero."""
+    scaling = spec.scaling
+    if scaling is None or scaling.min_replicas != 0:
+        return None
+    after = scaling.scale_to_zero_after_seconds
+    return DEFAULT_SCALE_TO_ZERO_AFTER_SECONDS if after is None else after
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,6 +150,12 @@ def _template(order: InferenceService, pod: Obj, plan_hash: str, role: str, toke
     }
 
 
+def group_count(spec: InferenceServiceClassSpec) -> int:
+    """The groups a multi-node plan runs: the class's ``minReplicas``, at least 1. A LeaderWorkerSet
+    has no autoscaler, so a class with ``minReplicas: 0`` runs one group and never scales to zero."""
+    return max(replica_bounds(spec)[0], 1)
+
+
 def leader_worker_set(
     order: InferenceService,
     plan: PlanView,
@@ -162,7 +168,7 @@ def leader_worker_set(
 ) -> Obj:
     plan_json = plan.model_dump_json()
     plan_hash = names.short_hash(plan_json, 16)
-    lo, _, _ = replica_bounds(spec)
+    lo = group_count(spec)
     leader = _pod(order, plan, spec, settings, revision=revision, leader=True, fetch=fetch)
     worker = _pod(order, plan, spec, settings, revision=revision, leader=False, fetch=fetch)
     return {
@@ -184,5 +190,5 @@ def leader_worker_set(
 
 def group_network_policies(order: InferenceService, spec: InferenceServiceClassSpec) -> list[Obj]:
     """The NetworkPolicy of each group the set runs (``controller.render.ray``)."""
-    lo, _, _ = replica_bounds(spec)
+    lo = group_count(spec)
     return network_policies(order, group_name(order), lo)

@@ -4,10 +4,17 @@ and the ``<order>-auth`` Secret. Pure: order and policy in, manifests out."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from controller.config.settings import Settings
 from controller.render.common import Obj, labels, meta
-from controller.render.exposure import Endpoint, ScalingPolicy, replica_bounds, scaling_policy
+from controller.render.exposure import (
+    Endpoint,
+    ScalingPolicy,
+    replica_bounds,
+    scale_to_zero_after,
+    scaling_policy,
+)
 from shared import names
 from shared.api.inference_class import InferenceServiceClassSpec
 from shared.api.order import InferenceService
@@ -91,7 +98,34 @@ def prometheus_query(metric: str, namespace: str, name: str) -> tuple[str, str]:
     return template.format(sel=f'namespace="{namespace}",order="{name}"'), metric_type
 
 
-def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec, settings: Settings) -> Obj:
+ACTIVITY_WINDOW = "1m"
+ACTIVITY_THRESHOLD = "1000000"  # per replica: never the reason for a replica beyond the first
+ACTIVATOR_HELD_METRIC = "inference_activator_requests_held"  # activator/metrics.py
+
+
+def activity_query(namespace: str, name: str) -> str:
+    """PromQL that is above 0 while the order has any request: answered in the last minute
+    (``vllm:request_success_total``), being served, waiting, or held by the activator while the order
+    runs no replica. KEDA keeps the order above zero while it is, and wakes it from zero when it is.
+
+    The controller's health probe (``GET /v1/models``) is not an inference request: vLLM counts it in
+    none of these series, so the probe never keeps an idle order awake. Each term is ``or vector(0)``:
+    a sum over no series (no pod at zero, no activator holding) is empty, and an empty side would
+    make the whole sum empty."""
+    prometheus_query("QueueDepth", namespace, name)  # the same DNS-label check of both names
+    sel = f'namespace="{namespace}",order="{name}"'
+    terms = (
+        f"sum(rate(vllm:request_success_total{{{sel}}}[{ACTIVITY_WINDOW}]))",
+        f"sum(vllm:num_requests_running{{{sel}}})",
+        f"sum(vllm:num_requests_waiting{{{sel}}})",
+        f"sum({ACTIVATOR_HELD_METRIC}{{{sel}}})",
+    )
+    return " + ".join(f"({t} or vector(0))" for t in terms)
+
+
+def autoscaler(
+    order: InferenceService, spec: InferenceServiceClassSpec, settings: Settings, *, may_idle: bool = True
+) -> Obj:
     """The order's KEDA ScaledObject: KEDA makes the HPA ``keda-hpa-<order>`` (``names.keda_hpa``)
     that grows the Deployment ``<order>`` within the class's bounds on the runtime's own signal, read
     from Prometheus at the module setting ``prometheusServerAddress``; CPU is never the signal.
@@ -104,33 +138,98 @@ def autoscaler(order: InferenceService, spec: InferenceServiceClassSpec, setting
     Ray unfenced. Growing groups needs both changed first.
 
     ``horizontalPodAutoscalerConfig.name`` is left unset so that KEDA names the HPA and copies the
-    ScaledObject's labels onto it."""
+    ScaledObject's labels onto it.
+
+    A class with ``minReplicas: 0`` (``scale_to_zero_after``) gets ``minReplicaCount: 0`` and a
+    second trigger on ``activity_query``: KEDA, not the HPA, moves a Deployment between 0 and 1. It
+    scales to zero once every trigger has been inactive (0) for ``cooldownPeriod`` (the class's
+    ``scaleToZeroAfterSeconds``), and to one as soon as one is active, e.g. the activator holds a
+    request. ``initialCooldownPeriod`` gives a new order the same time before its first zero. The
+    order must have served once first (``may_idle``: its WorkloadReady was True): until then its
+    ScaledObject keeps ``minReplicaCount: 1``, because a runtime publishes nothing while it loads, and
+    KEDA would otherwise stop a new order before it ever served. The activity trigger's threshold is so high that it never asks for a replica beyond the first: the
+    class's own signal grows the order from there."""
     name, ns = order.metadata.name, order.metadata.namespace or "default"
     lo, hi, _ = replica_bounds(spec)
     policy = scaling_policy(spec)
     query, metric_type = prometheus_query(policy.metric, ns, name)
+    triggers: list[Obj] = [
+        {
+            "type": "prometheus",
+            "metricType": metric_type,
+            "metadata": {
+                "serverAddress": settings.prometheus_server_address,
+                "query": query,
+                "threshold": str(policy.target),
+            },
+        }
+    ]
+    body: Obj = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": names.workload(name)},
+        "minReplicaCount": lo,
+        "maxReplicaCount": hi,
+        "pollingInterval": POLLING_INTERVAL_SECONDS,
+    }
+    idle = scale_to_zero_after(spec)
+    if idle is not None and not may_idle:
+        body["minReplicaCount"] = 1
+    if idle is not None:
+        body["cooldownPeriod"] = idle
+        body["initialCooldownPeriod"] = idle
+        triggers.append(
+            {
+                "type": "prometheus",
+                "name": "activity",
+                "metricType": "AverageValue",
+                "metadata": {
+                    "serverAddress": settings.prometheus_server_address,
+                    "query": activity_query(ns, name),
+                    "threshold": ACTIVITY_THRESHOLD,
+                    "activationThreshold": "0",
+                },
+            }
+        )
+    body["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": behavior(policy)}}
+    body["triggers"] = triggers
     return {
         "apiVersion": KEDA_API_VERSION,
         "kind": SCALED_OBJECT,
         "metadata": meta(order, names.workload(name)),
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": names.workload(name)},
-            "minReplicaCount": lo,
-            "maxReplicaCount": hi,
-            "pollingInterval": POLLING_INTERVAL_SECONDS,
-            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(policy)}},
-            "triggers": [
-                {
-                    "type": "prometheus",
-                    "metricType": metric_type,
-                    "metadata": {
-                        "serverAddress": settings.prometheus_server_address,
-                        "query": query,
-                        "threshold": str(policy.target),
-                    },
-                }
-            ],
-        },
+        "spec": body,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ActivatorTarget:
+    """Where the activator answers: its pods' ready addresses (sorted), its HTTPS port, and the
+    address family of its EndpointSlices (``IPv4`` or ``IPv6``)."""
+
+    addresses: tuple[str, ...]
+    port: int
+    address_type: str = "IPv4"
+
+
+def activator_slice(order: InferenceService, target: ActivatorTarget) -> Obj:
+    """The EndpointSlice ``<order>-activator`` that puts the activator behind the order's Service
+    while the order has no ready replica (a class with ``minReplicas: 0``). The Service keeps its
+    selector: kube-proxy sends traffic to the endpoints of every slice labelled with the Service's
+    name, and the EndpointSlice controller keeps only the slices it manages. The controller writes
+    this one while the order has no ready replica and deletes it once it has one, so a warm order's
+    traffic never passes the activator."""
+    name = order.metadata.name
+    obj = meta(order, names.activator_slice(name))
+    obj["labels"] = {
+        **obj.get("labels", {}),
+        names.SERVICE_NAME_LABEL: names.workload(name),
+        names.SLICE_MANAGER_LABEL: names.ACTIVATOR_SLICE_MANAGER,
+    }
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": obj,
+        "addressType": target.address_type,
+        "ports": [{"name": "https", "port": target.port, "protocol": "TCP"}],
+        "endpoints": [{"addresses": [a], "conditions": {"ready": True}} for a in target.addresses],
     }
 
 

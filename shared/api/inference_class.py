@@ -116,6 +116,10 @@ DEFAULT_SCALING_TARGETS: dict[str, int] = {"QueueDepth": 2, "KVCacheUtilization"
 DEFAULT_SCALE_DOWN_STABILIZATION_SECONDS = 300  # the HPA's own default scale-down window
 MAX_SCALE_DOWN_STABILIZATION_SECONDS = 3600
 MAX_PERCENT_TARGET = 100  # KVCacheUtilization: a percent
+# Scale to zero (``minReplicas: 0``): how long an order must be idle before it runs no pod.
+DEFAULT_SCALE_TO_ZERO_AFTER_SECONDS = 600
+MIN_SCALE_TO_ZERO_AFTER_SECONDS = 30
+MAX_SCALE_TO_ZERO_AFTER_SECONDS = 86400
 
 
 class Scaling(ApiModel):
@@ -130,11 +134,24 @@ class Scaling(ApiModel):
             "fieldPath": ".target",
             "reason": "FieldValueInvalid",
         },
+        {
+            "rule": "!has(self.scaleToZeroAfterSeconds) || (has(self.minReplicas) && self.minReplicas == 0)",
+            "message": "`spec.scaling.scaleToZeroAfterSeconds`: only a class with `spec.scaling.minReplicas: 0` "
+            "scales to zero",
+            "fieldPath": ".scaleToZeroAfterSeconds",
+            "reason": "FieldValueForbidden",
+        },
     ]
 
-    min_replicas: int | None = Field(default=None, description="Fewest replicas. Defaults to 1.", ge=1)
+    min_replicas: int | None = Field(
+        default=None,
+        description="Fewest replicas. Defaults to 1. 0: an order idle for scaleToZeroAfterSeconds runs no "
+        "pod and holds no device; it stays Ready (WorkloadReady=True/ScaledToZero), and a request with its "
+        "token is held by the activator until a replica is ready. Requires authentication Token.",
+        ge=0,
+    )
     max_replicas: int | None = Field(
-        default=None, description="Most replicas. Defaults to minReplicas.", ge=1
+        default=None, description="Most replicas. Defaults to minReplicas (1 when minReplicas is 0).", ge=1
     )
     priority_class_name: str | None = Field(default=None, description="PriorityClass of the order's pods.")
     metric: ScalingMetric | None = Field(
@@ -158,6 +175,15 @@ class Scaling(ApiModel):
         ge=0,
         le=MAX_SCALE_DOWN_STABILIZATION_SECONDS,
     )
+    scale_to_zero_after_seconds: int | None = Field(
+        default=None,
+        description="Only with minReplicas 0: how long an order must receive no request (its runtime's "
+        "requests and those the activator holds; the controller's health probe does not count) before it "
+        "runs no pod, 30 to 86400 seconds. Defaults to 600. The first request after it waits for a replica "
+        "to start and load the model.",
+        ge=MIN_SCALE_TO_ZERO_AFTER_SECONDS,
+        le=MAX_SCALE_TO_ZERO_AFTER_SECONDS,
+    )
 
 
 class Exposure(ApiModel):
@@ -175,6 +201,20 @@ class Exposure(ApiModel):
 
 class InferenceServiceClassSpec(ApiModel):
     """The policy an order of this class is planned under."""
+
+    CEL_RULES: ClassVar[list[dict[str, str]]] = [
+        {
+            # The activator wakes an order at zero only for a request with the order's token: without
+            # one, any caller could make the order take a GPU.
+            "rule": "!has(self.scaling) || !has(self.scaling.minReplicas) || self.scaling.minReplicas > 0 "
+            "|| !has(self.exposure) || !has(self.exposure.authentication) "
+            "|| self.exposure.authentication == 'Token'",
+            "message": "`spec.scaling.minReplicas`: 0 (scale to zero) needs `spec.exposure.authentication: "
+            "Token`: only a request with the order's token wakes it",
+            "fieldPath": ".scaling.minReplicas",
+            "reason": "FieldValueForbidden",
+        },
+    ]
 
     model_policy: ModelPolicy = Field(description="Which models are allowed and through which contract.")
     placement: Placement = Field(description="Which devices orders may use, and how they may share them.")

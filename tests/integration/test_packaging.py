@@ -1,9 +1,9 @@
 """The images' install steps, run in a clean virtualenv (there is no Docker engine in CI).
 
-Dockerfile.controller and Dockerfile.webhook build the project wheel and its dependencies' wheels in
+Dockerfile.controller, Dockerfile.webhook and Dockerfile.activator build the project wheel and its dependencies' wheels in
 a builder stage, then install only those wheels into python:3.11-slim. This test does the same in a
 temporary directory: ``pip wheel --no-deps .``, ``pip wheel`` of the dependencies, a fresh venv,
-``pip install --no-index --find-links``, and then both entry points must start (``--help``) from a
+``pip install --no-index --find-links``, and then every entry point must start (``--help``) from a
 directory outside the source tree, so that nothing is imported from the checkout.
 """
 
@@ -19,7 +19,7 @@ import time
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-DOCKERFILES = {name: ROOT / f"Dockerfile.{name}" for name in ("controller", "webhook")}
+DOCKERFILES = {name: ROOT / f"Dockerfile.{name}" for name in ("controller", "webhook", "activator")}
 
 
 def run(*args: str | pathlib.Path, cwd: pathlib.Path) -> str:
@@ -47,7 +47,7 @@ def test_a_dockerfile_is_multi_stage_slim_and_non_root(name: str) -> None:
     assert f'ENTRYPOINT ["python", "-m", "{name}"]' in final
 
 
-def test_the_wheel_installs_into_a_clean_venv_and_both_entry_points_start(tmp_path: pathlib.Path) -> None:
+def test_the_wheel_installs_into_a_clean_venv_and_every_entry_point_starts(tmp_path: pathlib.Path) -> None:
     start = time.monotonic()
     wheels = tmp_path / "wheels"
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", wheels, ROOT, cwd=tmp_path)
@@ -70,9 +70,14 @@ def test_the_wheel_installs_into_a_clean_venv_and_both_entry_points_start(tmp_pa
         cwd=tmp_path,
     )
     installed = time.monotonic()
-    where = run(python, "-c", "import controller, webhook, shared; print(controller.__file__)", cwd=tmp_path)
+    where = run(
+        python,
+        "-c",
+        "import controller, webhook, activator, shared; print(controller.__file__)",
+        cwd=tmp_path,
+    )
     assert str(venv) in where, f"imported from outside the venv: {where}"
-    for module in ("controller", "webhook"):
+    for module in ("controller", "webhook", "activator"):
         out = run(python, "-m", module, "--help", cwd=tmp_path)
         assert f"python -m {module}" in out or "usage:" in out
     print(

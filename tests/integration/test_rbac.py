@@ -22,6 +22,8 @@ pytestmark = pytest.mark.cluster
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONTROLLER = "system:serviceaccount:d8-inference:inference-controller"
 WEBHOOK = "system:serviceaccount:d8-inference:inference-webhook"
+ACTIVATOR = "system:serviceaccount:d8-inference:inference-activator"
+SLICES = "endpointslices.discovery.k8s.io"
 ORDERS = "inferenceservices.ai.deckhouse.io"
 CLASSES = "inferenceserviceclasses.ai.deckhouse.io"
 RECIPES = "inferencerecipes.ai.deckhouse.io"
@@ -48,6 +50,14 @@ def users_namespace(kubectl: Kubectl, crds: None) -> Iterator[str]:
         "--field-manager=test-rbac",
         "-k",
         str(ROOT / "deploy" / "base" / "rbac"),
+    )
+    kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=test-rbac",
+        "-f",
+        str(ROOT / "deploy" / "base" / "activator" / "rbac.yaml"),
     )
     ns = f"t-rbac-{uuid.uuid4().hex[:6]}"
     kubectl("create", "namespace", ns)
@@ -367,6 +377,17 @@ CASES = [
     ("the controller cannot read nodes", CONTROLLER, "list", "nodes", ALL, False),
     ("the controller cannot grant itself roles", CONTROLLER, "create", "clusterrolebindings", ALL, False),
     # The webhook answers from the request alone: no API rights at all.
+    # Scale to zero: the order's `<order>-activator` slice, and the activator's own slices.
+    ("the controller applies an order's activator slice", CONTROLLER, "patch", SLICES, NS, True),
+    ("the controller deletes an order's activator slice", CONTROLLER, "delete", SLICES, NS, True),
+    ("the controller watches the activator's slices", CONTROLLER, "watch", SLICES, "d8-inference", True),
+    ("the activator watches secrets everywhere", ACTIVATOR, "watch", "secrets", ALL, True),
+    ("the activator watches endpointslices everywhere", ACTIVATOR, "watch", SLICES, ALL, True),
+    ("the activator cannot create secrets", ACTIVATOR, "create", "secrets", NS, False),
+    ("the activator cannot patch endpointslices", ACTIVATOR, "patch", SLICES, NS, False),
+    ("the activator cannot patch deployments", ACTIVATOR, "patch", "deployments.apps", NS, False),
+    ("the activator cannot read pods", ACTIVATOR, "get", "pods", NS, False),
+    ("the activator cannot read orders", ACTIVATOR, "get", ORDERS, NS, False),
     ("the webhook cannot read orders", WEBHOOK, "get", ORDERS, NS, False),
     ("the webhook cannot list classes", WEBHOOK, "list", CLASSES, ALL, False),
     ("the webhook cannot read secrets", WEBHOOK, "get", "secrets", "d8-inference", False),

@@ -91,3 +91,62 @@ def test_kubectl_explain_describes_the_model_reference(crds: None, kubectl: Kube
     out = kubectl("explain", "inferenceservice.spec.model.ref").stdout
     assert "repository id" in out
     assert "revision" in out and "kind" in out
+
+
+CLASS = """apiVersion: ai.deckhouse.io/v1alpha1
+kind: InferenceServiceClass
+metadata:
+  name: {name}
+spec:
+  modelPolicy: {{allowedEndpointTypes: [Chat]}}
+  placement: {{deviceClassNames: [gpu.nvidia.com], sharingModes: [Exclusive]}}
+  scaling: {scaling}
+  exposure: {exposure}
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "scaling", "exposure", "expected"),
+    [
+        (
+            "schema-idle-without-zero",
+            "{minReplicas: 1, scaleToZeroAfterSeconds: 300}",
+            "{authentication: Token}",
+            "`spec.scaling.scaleToZeroAfterSeconds`: only a class with `spec.scaling.minReplicas: 0`",
+        ),
+        (
+            "schema-zero-without-token",
+            "{minReplicas: 0}",
+            "{authentication: None}",
+            "`spec.scaling.minReplicas`: 0 (scale to zero) needs `spec.exposure.authentication: Token`",
+        ),
+        (
+            "schema-idle-too-short",
+            "{minReplicas: 0, scaleToZeroAfterSeconds: 10}",
+            "{authentication: Token}",
+            "spec.scaling.scaleToZeroAfterSeconds",
+        ),
+    ],
+)
+def test_the_api_server_refuses_a_scale_to_zero_class_it_cannot_serve(
+    crds: None, kubectl: Kubectl, name: str, scaling: str, exposure: str, expected: str
+) -> None:
+    text = CLASS.format(name=name, scaling=scaling, exposure=exposure)
+    result = kubectl("apply", "-f", "-", input=text, check=False)
+    assert result.returncode != 0
+    assert expected in result.stderr
+    got = kubectl("get", "inferenceserviceclass", name, "--ignore-not-found", "-o", "name")
+    assert got.stdout.strip() == "", "nothing may be stored"
+
+
+def test_the_api_server_stores_a_class_that_scales_to_zero(crds: None, kubectl: Kubectl) -> None:
+    name = "schema-zero-ok"
+    text = CLASS.format(
+        name=name, scaling="{minReplicas: 0, scaleToZeroAfterSeconds: 30}", exposure="{authentication: Token}"
+    )
+    try:
+        kubectl("apply", "-f", "-", input=text)
+        stored = json.loads(kubectl("get", "inferenceserviceclass", name, "-o", "json").stdout)
+        assert stored["spec"]["scaling"] == {"minReplicas": 0, "scaleToZeroAfterSeconds": 30}
+    finally:
+        kubectl("delete", "inferenceserviceclass", name, "--ignore-not-found")

@@ -214,6 +214,6 @@ def test_the_class_schema_accepts_a_scaling_policy_in_range(scaling: dict[str, A
 
 def test_the_kv_cache_rule_names_the_field_in_its_message_and_path() -> None:
     schema = _schema("inferenceserviceclasses.yaml")["properties"]["spec"]["properties"]["scaling"]
-    (rule,) = schema["x-kubernetes-validations"]
+    rule, _ = schema["x-kubernetes-validations"]
     assert rule["message"].startswith("`spec.scaling.target`: must be at most 100")
     assert rule["fieldPath"] == ".target"

@@ -33,6 +33,7 @@ PLURAL = {
     "Ingress": "ingresses",
     "NetworkPolicy": "networkpolicies",
     "Secret": "secrets",
+    "EndpointSlice": "endpointslices",
 }
 
 
@@ -50,8 +51,9 @@ def verbs(group: str, resource: str) -> set[str]:
 
 
 def rendered() -> list[dict[str, Any]]:
-    spec = make_class(spec={"exposure": {"type": "External"}}).spec
-    objs = render.workload(make_order(), Plan(), spec, Settings(), revision="abc")
+    spec = make_class(spec={"exposure": {"type": "External"}, "scaling": {"minReplicas": 0}}).spec
+    at_zero = render.ActivatorTarget(("10.0.0.7",), 8443)
+    objs = render.workload(make_order(), Plan(), spec, Settings(), revision="abc", activator=at_zero)
     group = render.workload(
         make_order(), Plan(node_count=2, accelerator_count=16), spec, Settings(), revision="a"
     )

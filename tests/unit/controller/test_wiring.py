@@ -38,6 +38,7 @@ def test_every_cache_has_exactly_one_row_and_owned_kinds_are_label_selected() ->
         "ScaledObject",  # a plan that becomes multi-node has no autoscaler
         "LeaderWorkerSet",
         "NetworkPolicy",  # a group the plan no longer runs, or a plan no longer multi-node
+        "EndpointSlice",  # ``<order>-activator`` once the order has a ready replica
     }
     assert cache_of("Deployment") is Cache.DEPLOYMENTS
     assert cache_of("ScaledObject") is Cache.SCALED_OBJECTS

@@ -37,7 +37,7 @@ def test_a_review_is_answered_with_200_and_the_uid(client: TestClient) -> None:
 
 def test_a_refusal_is_still_http_200(client: TestClient) -> None:
     res = post(
-        client, "/validate-inferenceserviceclass", make_review(make_class(spec__scaling={"minReplicas": 0}))
+        client, "/validate-inferenceserviceclass", make_review(make_class(spec__scaling={"minReplicas": -1}))
     )
     assert res.status_code == 200
     assert res.json()["response"]["allowed"] is False

@@ -59,6 +59,13 @@ from webhook.validate_class import class_problems
             id="a scale-down window of an hour is allowed",
         ),
         pytest.param(
+            make_class(spec__scaling={"minReplicas": 0}), id="scale to zero with the default idle time"
+        ),
+        pytest.param(
+            make_class(spec__scaling={"minReplicas": 0, "scaleToZeroAfterSeconds": 30}),
+            id="scale to zero after the shortest idle time",
+        ),
+        pytest.param(
             make_class(
                 spec__placement__selector='device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0'
                 ' && device.attributes["gpu.nvidia.com"].driverVersion.isGreaterThan(semver("550.0.0"))'
@@ -163,9 +170,36 @@ def test_a_valid_class_has_no_problems(klass: dict[str, Any]) -> None:
             id="multi-node needs Exclusive",
         ),
         pytest.param(
-            make_class(spec__scaling={"minReplicas": 0}),
-            ["`spec.scaling.minReplicas`: must be at least 1, not 0"],
-            id="minReplicas is at least 1",
+            make_class(spec__scaling={"minReplicas": -1}),
+            ["`spec.scaling.minReplicas`: must be at least 0, not -1"],
+            id="minReplicas is at least 0",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"minReplicas": 0}, spec__exposure={"authentication": "None"}),
+            [
+                "`spec.scaling.minReplicas`: 0 (scale to zero) needs `spec.exposure.authentication: Token`: "
+                "only a request with the order's token wakes it, and without a token any caller could make "
+                "the order take a GPU"
+            ],
+            id="scale to zero needs a token",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"scaleToZeroAfterSeconds": 300}),
+            [
+                "`spec.scaling.scaleToZeroAfterSeconds`: only a class with `spec.scaling.minReplicas: 0` "
+                "scales to zero (minReplicas is 1)"
+            ],
+            id="scaleToZeroAfterSeconds only at minReplicas 0",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"minReplicas": 0, "scaleToZeroAfterSeconds": 29}),
+            ["`spec.scaling.scaleToZeroAfterSeconds`: must be at least 30, not 29"],
+            id="scaleToZeroAfterSeconds at least 30",
+        ),
+        pytest.param(
+            make_class(spec__scaling={"minReplicas": 0, "scaleToZeroAfterSeconds": 86401}),
+            ["`spec.scaling.scaleToZeroAfterSeconds`: must be at most 86400, not 86401"],
+            id="scaleToZeroAfterSeconds at most a day",
         ),
         pytest.param(
             make_class(spec__scaling={"minReplicas": 4, "maxReplicas": 2}),
