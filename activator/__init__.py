@@ -11,7 +11,8 @@ addresses). The activator:
 - holds a request with the token (``holds``), counted in ``inference_activator_requests_held``, which
   the order's KEDA ScaledObject adds to its query, so the order scales from zero to one;
 - forwards the held request to a ready replica over HTTPS, verified as the order against the platform
-  CA, and streams the answer back (``forward``, ``proxy``).
+  CA, and streams the answer back (``forward``, ``proxy``); a forward that fails before any answer
+  byte (a replica listed ready that does not listen yet) holds the request again, within its bound.
 
 Why a plain asyncio server with h11 and not uvicorn: the listener needs an ``SSLContext`` whose
 ``sni_callback`` switches the handshake to the order's context, and the connection's handler then

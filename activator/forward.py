@@ -5,7 +5,10 @@ the order: the TLS server name and the ``Host`` header are ``<name>.<namespace>.
 certificate must chain to the platform CA. Connections are not pooled: the pool of httpx keys
 connections by address only, and with the override one address answers for every order by SNI,
 so a pooled connection could carry one order's request to another. The activator is on the path
-only while an order wakes, so a handshake per forward costs little.
+only while an order wakes, so a handshake per forward costs little. Each forward carries
+``Via: 1.1 inference-activator``: should the address send it back to an activator (a Service still
+listing the activator while the replica is already listed ready), that activator closes it unanswered
+instead of holding it again (``activator.proxy``), and this one retries.
 
 An upstream that refuses the connection is skipped for the next ready address (nothing was sent).
 Any failure before the answer's first byte (no address took the connection, a handshake cut or not
@@ -24,7 +27,7 @@ import httpx
 
 from activator.hosts import OrderKey
 from activator.http_io import RequestHead
-from activator.messages import forwardable
+from activator.messages import VIA, forwardable
 
 
 class ForwardFailedError(Exception):
@@ -85,6 +88,7 @@ class Forwarder:
         headers = [
             (b"host", order.host.encode()),
             *forwardable(head.headers, drop=(b"host", b"content-length", b"expect")),
+            (b"via", VIA),
         ]
         last: Exception | None = None
         for address in self.addresses(ready):

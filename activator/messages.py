@@ -89,6 +89,22 @@ def forwardable(headers: Iterable[tuple[bytes, bytes]], *, drop: Iterable[bytes]
     return [(k, v) for k, v in pairs if k not in skip]
 
 
+VIA_NAME = b"inference-activator"
+VIA = b"1.1 " + VIA_NAME
+"""What a forward adds to the request's ``Via`` (RFC 9110 7.6.3): a request that comes back carrying it
+has looped through the activator (an entry address that sent it to the activator again)."""
+
+
+def looped(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a ``Via`` header names the activator as a proxy the request already went through."""
+    for k, v in headers:
+        if k.lower() == b"via":
+            for hop in v.split(b","):
+                if hop.split()[1:2] == [VIA_NAME]:
+                    return True
+    return False
+
+
 def header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> bytes | None:
     """The first value of header ``name`` (lower-case), or None."""
     for k, v in headers:

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from activator.hosts import OrderKey
 
 HOLD_OUTCOMES = ("forwarded", "timeout", "refused_full", "client_closed")
-REFUSAL_REASONS = ("unauthorized", "unknown_order", "too_many_held", "timeout", "bad_request")
+REFUSAL_REASONS = ("unauthorized", "unknown_order", "too_many_held", "timeout", "bad_request", "loop")
 _HOLD_BUCKETS = (0.01, 0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 90, 120, 180, 240, 300, 600)
 
 
@@ -42,7 +42,8 @@ class ActivatorMetrics:
         )
         refused = Counter(
             "inference_activator_requests_refused",
-            "Requests the activator answered itself with an error, by reason.",
+            "Requests the activator answered itself with an error, by reason (loop: one that came back"
+            " through an activator, closed unanswered).",
             ["reason"],
             registry=registry,
         )

@@ -6,7 +6,9 @@ The steps, each with its bound:
 2. The request line and headers within ``header_timeout_seconds`` and ``max_header_bytes`` (431).
 3. The token: ``Authorization: Bearer`` must match the digest of the order's ``<name>-auth``;
    without that Secret the order is not served (fail closed). Either refusal is a 401 that holds
-   nothing and wakes nothing: it is answered before the body is read and before any count.
+   nothing and wakes nothing: it is answered before the body is read and before any count. A
+   request that already went through an activator (its ``Via``, ``activator.forward``) has looped
+   back: it is closed unanswered, never held, and the activator that sent it tries again later.
 4. The body within ``body_timeout_seconds`` and ``max_body_bytes`` (413), and within what is left of
    ``max_body_bytes_total`` for every body kept at once (503 with ``Retry-After`` before it is read).
 5. The hold (``activator.holds``): 503 with ``Retry-After`` when it is full or runs out. While
@@ -113,6 +115,9 @@ class Proxy:
             await _discard_body(
                 conn, reader, limit=s.max_body_bytes, timeout=min(s.body_timeout_seconds, 2.0)
             )
+            return
+        if messages.looped(head.headers):
+            self.metrics.refused("loop")  # closed unanswered: the activator that forwarded it retries
             return
         declared = _declared_length(head)
         # What this request's body may take while it is read, held and forwarded: its declared

@@ -34,9 +34,10 @@ from devtools.cluster.handle import Cluster, Kubectl
 from devtools.cluster.identity import service_account_kubeconfig
 from devtools.product.activator import ActivatorProcess
 from devtools.product.controller import NAMESPACE
+from shared import names
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-NAME = "inference-activator"
+NAME = names.ACTIVATOR_SERVICE
 SLICE = "inference-activator-plane"
 SLICE_MANAGER = "testkit.inference.local"
 """Not Kubernetes' EndpointSlice controller (the Service has no selector, it would not touch the slice
@@ -104,8 +105,8 @@ def service_and_slice(address: str, admin_port: int) -> list[dict[str, object]]:
             "name": SLICE,
             "namespace": NAMESPACE,
             "labels": {
-                "kubernetes.io/service-name": NAME,
-                "endpointslice.kubernetes.io/managed-by": SLICE_MANAGER,
+                names.SERVICE_NAME_LABEL: NAME,
+                names.SLICE_MANAGER_LABEL: SLICE_MANAGER,
             },
         },
         "addressType": "IPv4",

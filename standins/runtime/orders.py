@@ -49,6 +49,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from shared import names
 from shared.names import LABEL_ORDER
 from standins.runtime.endpoint_tls import TlsPair, tls_pair
 from standins.runtime.vllm_flags import refusal
@@ -57,9 +58,9 @@ GROUP, VERSION, PLURAL = "ai.deckhouse.io", "v1alpha1", "inferenceservices"
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 _SVC_SUFFIXES = (".svc.cluster.local", ".svc")
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"  # "0": the group's leader
-SLICE_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
-SLICE_SERVICE_NAME = "kubernetes.io/service-name"
-ACTIVATOR_SLICE_MANAGER = "inference-controller.ai.deckhouse.io"
+SLICE_MANAGED_BY = names.SLICE_MANAGER_LABEL
+SLICE_SERVICE_NAME = names.SERVICE_NAME_LABEL
+ACTIVATOR_SLICE_MANAGER = names.ACTIVATOR_SLICE_MANAGER
 """The manager of the slice ``<order>-activator`` the controller writes while an order of a class with
 ``minReplicas: 0`` has no ready replica: the order's Service then also leads to the activator."""
 KUBE_SLICE_MANAGER = "endpointslice-controller.k8s.io"

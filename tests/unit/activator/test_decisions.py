@@ -247,3 +247,12 @@ def test_a_fresh_list_replaces_the_book() -> None:
     book.reset_slices([])
     assert book.token_digest(CHAT) is None
     assert book.ready("team", "chat") == []
+
+
+def test_a_request_loops_when_a_via_hop_names_the_activator() -> None:
+    assert messages.looped([(b"Via", messages.VIA)])
+    assert messages.looped([(b"via", b"1.0 fred, 1.1 inference-activator")])
+    assert messages.looped([(b"via", b"1.1 proxy"), (b"via", b"HTTP/1.1 inference-activator (comment)")])
+    assert not messages.looped([(b"via", b"1.1 inference-activator-other"), (b"x-via", messages.VIA)])
+    assert not messages.looped([(b"via", b"inference-activator")])  # the received-by is the second token
+    assert not messages.looped([])

@@ -439,6 +439,36 @@ def test_a_client_that_leaves_while_held_again_releases_its_hold(tmp_path: Path)
     asyncio.run(scenario())
 
 
+def test_a_forward_carries_via_and_a_request_that_loops_back_is_closed_not_held(tmp_path: Path) -> None:
+    """An entry address that sends the activator's own forward back to it (a Service still listing
+    the activator while the replica is listed ready): the looped request is closed unanswered, never
+    held, and the forwarding side holds on and answers 503 at its bound, instead of nesting holds."""
+
+    async def scenario() -> None:
+        async with running(tmp_path, max_hold_seconds=0.6, upstream_retry_seconds=0.05) as run:
+            run.activator.forwarder._override = f"127.0.0.1:{run.port}"  # forwards go back to itself
+            run.orders.set_ready(ORDER, ["192.0.2.1:8443"])
+            async with run.client() as client:
+                response = await run.call(client)
+            assert response.status_code == 503
+            assert run.refused("loop") >= 2  # each retry came back and was closed
+            assert run.sample("inference_activator_hold_seconds_count", {"outcome": "forwarded"}) == 0
+            assert run.held() == 0 and run.activator.holds.total == 0
+            assert run.activator.proxy.connections == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_forward_says_via_the_activator(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path) as run, upstream(run.ca) as up, run.client() as client:
+            run.orders.set_ready(ORDER, [up.address])
+            assert (await run.call(client)).status_code == 200
+            assert up.seen[0].headers["via"] == "1.1 inference-activator"
+
+    asyncio.run(scenario())
+
+
 def test_the_admin_port_serves_metrics_and_health(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with running(tmp_path) as run, httpx.AsyncClient(trust_env=False) as client:
