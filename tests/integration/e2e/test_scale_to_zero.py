@@ -102,6 +102,9 @@ def test_an_idle_order_goes_to_zero_frees_its_device_and_a_request_wakes_it(
     assert slice_["metadata"]["labels"]["kubernetes.io/service-name"] == "o"
     assert [e["addresses"][0] for e in slice_["endpoints"]] == [p.activator.address.rsplit(":", 1)[0]]
     assert "ScaledToZero" in events(p, ns)
+    assert p.autoscaling is not None
+    up = p.autoscaling.query('up{job="inference-activator"}')
+    assert up and up[0]["value"][1] == "1", "Prometheus does not scrape the activator"
 
     # 2. the device is free: another order takes that very L4, then leaves
     other = p.create_class(
