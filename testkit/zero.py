@@ -34,11 +34,15 @@ def pods_of(p: Platform, namespace: str, order: str) -> int:
 
 
 def at_zero(p: Platform, namespace: str, order: str) -> bool:
-    """The Deployment wants 0 replicas, no pod of the order exists, it holds no device, and its
-    Service points at the activator (the EndpointSlice ``<order>-activator``)."""
+    """The Deployment wants 0 replicas, no pod of the order exists, it holds no device, its Service
+    points at the activator (the EndpointSlice ``<order>-activator``), and no real vLLM serves it any
+    more: the plane runner takes a deleted pod out of the entry's routes within its sync period
+    (about a second), and a request sent before that is answered by the stopping vLLM, as a
+    terminating pod may still answer a connection a lagging kube-proxy sends it."""
     d = p.get("deployment", order, namespace) or {}
     return (
         d.get("spec", {}).get("replicas") == 0
+        and p.served_by(namespace, order) == 0
         and pods_of(p, namespace, order) == 0
         and allocated_devices(p, namespace, order) == 0
         and p.get("endpointslice", names.activator_slice(order), namespace) is not None
