@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import pathlib
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -96,11 +97,7 @@ def crds(kubectl: Kubectl) -> None:
         "-f",
         str(keda.crds_dir()),  # every single-node order has a ScaledObject, KEDA running or not
     )
-    kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd",
+    names = (
         "scaledobjects.keda.sh",
         "inferenceservices.ai.deckhouse.io",
         "inferenceserviceclasses.ai.deckhouse.io",
@@ -108,3 +105,15 @@ def crds(kubectl: Kubectl) -> None:
         "models.ai.deckhouse.io",
         "clustermodels.ai.deckhouse.io",
     )
+    # On a plane started a moment ago a new CRD may have no status.conditions yet, and kubectl wait
+    # then fails at once instead of waiting (seen once): ask again, a few times, before failing.
+    for _ in range(5):
+        if (
+            kubectl(
+                "wait", "--for=condition=Established", "--timeout=60s", "crd", *names, check=False
+            ).returncode
+            == 0
+        ):
+            return
+        time.sleep(1)
+    kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", *names)
