@@ -226,6 +226,10 @@ def _judge_workload(s: Snapshot, d: _Draft, token: str | None) -> None:
         d.again(max(1.0, since + s.settings.claim_grace_seconds - s.now) if since is not None else 15.0)
         return
     d.verdicts[r.READY] = _probe(s, d, token)
+    _judge_scaling(s, d)
+
+
+def _judge_scaling(s: Snapshot, d: _Draft) -> None:
     sv, again = readings.scaling_verdict(
         s.deployment,
         s.hpa,
@@ -271,17 +275,7 @@ def _judge_zero(s: Snapshot, d: _Draft, plain: Verdict) -> bool:
     if zero.at_zero(s.deployment):
         d.verdicts[r.SCALING_HEALTHY] = true(r.SCALING_HEALTHY_OK, "Scaled to zero: no replica is wanted.")
     else:
-        sv, again = readings.scaling_verdict(
-            s.deployment,
-            s.hpa,
-            list(s.pods),
-            now=s.now,
-            grace=s.settings.scale_up_grace_seconds,
-            room=s.capacity.room,
-        )
-        d.verdicts[r.SCALING_HEALTHY] = sv
-        if again is not None:
-            d.again(again)
+        _judge_scaling(s, d)
     if (
         before is not None
         and (before.message or "").startswith(zero.AT_ZERO)

@@ -17,7 +17,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -105,6 +105,18 @@ def running(name: str, *, state: pathlib.Path) -> int | None:
     if not alive(pid) or _cmdline(pid) != cmd:
         return None
     return pid
+
+
+def wait_ready(name: str, bg: Background, ready: Callable[[], bool], *, timeout: float) -> None:
+    """Poll ``ready`` every 0.1 s until it says so. ProcessError if the process exits first (with the
+    last lines of its log) or is not ready after ``timeout`` seconds."""
+    t0 = time.monotonic()
+    while not ready():
+        if not alive(bg.pid):
+            raise ProcessError(f"{name} exited; last lines of {bg.log}:\n{tail(bg.log.read_text())}")
+        if time.monotonic() - t0 > timeout:
+            raise ProcessError(f"{name} is not ready after {timeout:.0f}s; see {bg.log}")
+        time.sleep(0.1)
 
 
 def wait_for_line(bg: Background, pattern: str, *, timeout: float) -> re.Match[str]:

@@ -77,16 +77,7 @@ class ActivatorProcess:
         t0 = time.monotonic()
         bg = procs.start(self.name, self.argv(), state=self.log_dir, cwd=self.cwd, env=self.env)
         self.background = bg
-        while not self.ready():
-            if not procs.alive(bg.pid):
-                raise procs.ProcessError(
-                    f"{self.name} exited; last lines of {bg.log}:\n{procs.tail(bg.log.read_text())}"
-                )
-            if time.monotonic() - t0 > self.ready_timeout:
-                raise procs.ProcessError(
-                    f"{self.name} is not ready after {self.ready_timeout:.0f}s; see {bg.log}"
-                )
-            time.sleep(0.1)
+        procs.wait_ready(self.name, bg, self.ready, timeout=self.ready_timeout)
         return time.monotonic() - t0
 
     def ready(self) -> bool:
