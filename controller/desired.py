@@ -214,8 +214,7 @@ def may_idle(s: Snapshot) -> bool:
     """Whether the order's ScaledObject may take it to zero: it has served once (its WorkloadReady
     is True, or a replica is available now, which a status read a moment too early may not show
     yet: the two together keep the ScaledObject from flapping while the status catches up)."""
-    available = int(((s.deployment or {}).get("status") or {}).get("availableReplicas") or 0)
-    return zero.has_served(s.order.status.conditions) or available >= 1
+    return zero.has_served(s.order.status.conditions) or zero.available(s.deployment) >= 1
 
 
 def token_hash(s: Snapshot, cspec: InferenceServiceClassSpec) -> str | None:

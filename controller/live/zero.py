@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from controller.live.workload import available_replicas
 from controller.render.network import ActivatorTarget
 from shared import reasons as r
 from shared.api.condition import Condition
@@ -76,8 +77,9 @@ def has_served(conditions: Sequence[Condition] | None) -> bool:
     return workload is not None and workload.status == "True"
 
 
-def _available(deployment: Obj | None) -> int:
-    return int(((deployment or {}).get("status") or {}).get("availableReplicas") or 0)
+def available(deployment: Obj | None) -> int:
+    """The workload's available replicas (``controller.live.workload.available_replicas``); 0 without one."""
+    return available_replicas(deployment) if deployment is not None else 0
 
 
 def _wanted(deployment: Obj) -> int:
@@ -100,7 +102,7 @@ def wants_activator(deployment: Obj | None, *, may_scale_to_zero: bool, single_n
     Deployment KEDA has just set to 0 replicas while its last pod still serves. Writing the slice at
     that decision, not once the pod is gone, leaves no moment without an endpoint: meanwhile the
     activator forwards what it gets to the ready pod at once."""
-    return may_scale_to_zero and single_node and (_available(deployment) == 0 or at_zero(deployment))
+    return may_scale_to_zero and single_node and (available(deployment) == 0 or at_zero(deployment))
 
 
 def zero_verdict(
@@ -117,7 +119,7 @@ def zero_verdict(
     WorkloadReady was True before this look."""
     if idle_after is None or not has_served or deployment is None or deployment.get("kind") != "Deployment":
         return None
-    if _available(deployment) >= 1:
+    if available(deployment) >= 1:
         return None
     stopping = _stopping(pods)
     if at_zero(deployment):
