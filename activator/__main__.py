@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
@@ -88,14 +87,7 @@ def api_client(kubeconfig: str | None) -> k8s.ApiClient:
 
 async def serve(settings: Settings, book: OrderBook, reader: KubeReader) -> None:
     activator = Activator(settings=settings, secrets=book, upstreams=book, readiness=reader)
-    await activator.start()
-    logging.getLogger("activator").info("serving orders on :%d, admin on :%d", *activator.ports)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await activator.stop()
+    await activator.serve_until_signalled()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

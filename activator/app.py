@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import signal
 import ssl
 
 from prometheus_client import CollectorRegistry
@@ -86,6 +88,17 @@ class Activator:
         """(HTTPS port, admin port) actually bound."""
         proxy, admin = (srv.sockets[0].getsockname()[1] for srv in self._servers)
         return int(proxy), int(admin)
+
+    async def serve_until_signalled(self) -> None:
+        """Start, serve until SIGTERM or SIGINT, then stop (held requests are cut)."""
+        await self.start()
+        logging.getLogger("activator").info("serving orders on :%d, admin on :%d", *self.ports)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await self.stop()
 
     async def stop(self) -> None:
         for server in self._servers:

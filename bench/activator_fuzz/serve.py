@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,15 +61,10 @@ async def serve(argv: Sequence[str], objects: Path) -> None:
         lambda: activator.holds.total
     )
     watch = asyncio.create_task(_watch_slices(book, objects / "slices.json"))
-    await activator.start()
-    logging.getLogger("activator").info("serving orders on :%d, admin on :%d", *activator.ports)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    watch.cancel()
-    await activator.stop()
+    try:
+        await activator.serve_until_signalled()
+    finally:
+        watch.cancel()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
