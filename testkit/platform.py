@@ -16,6 +16,7 @@ bench.chaos's install).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pathlib
@@ -41,6 +42,7 @@ from standins.runtime import RunningRuntime, start_runtime
 from testkit.activator import RunningActivator, running_activator
 from testkit.autoscaling import Autoscaling, running_autoscaling
 from testkit.endpoint_pki import RealIssuer, apply_endpoint_pki, running_issuer
+from testkit.load import Target
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NS = NAMESPACE
@@ -96,6 +98,17 @@ class Platform:
                 backends = r["backends"]
                 return len(backends) if isinstance(backends, list) else 0
         return 0
+
+    def target(self, namespace: str, name: str, *, token: str | None = None) -> Target:
+        """A client's view of the order through the entry address: its endpoint host (SNI and
+        ``Host``), its token from ``<order>-auth`` (or ``token``), and the platform CA."""
+        obj = self.order(namespace, name)
+        host = obj["status"]["endpoint"]["url"].removeprefix("https://").split("/")[0].split(":")[0]
+        if token is None:
+            raw = self.kubectl("get", "secret", obj["status"]["authSecretName"], "-n", namespace,
+                               "-o", "jsonpath={.data.token}").stdout  # fmt: skip
+            token = base64.b64decode(raw).decode()
+        return Target(self.runtime.address, host, token, str(self.ca_file))
 
     # -- objects ---------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ as one JSON line and writes the replicas over time as a PNG.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import pathlib
 import sys
@@ -21,14 +20,11 @@ import time
 from typing import Any
 
 import yaml
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from bench.autoscale.figures import Sample, figures
-from bench.chaos.stack import install
+from bench.chaos.stack import installed_plane
 from devtools import tiny_models
-from devtools.cluster.handle import Kubectl, running_cluster
-from testkit.load import Target, running_load
+from testkit.load import running_load
 from testkit.platform import Platform, hf, running_platform
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -100,10 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--quiet-seconds", type=float, default=300)
     a.add_argument("--plot", type=pathlib.Path, default=ROOT / "docs" / "img" / "autoscale.png")
     args = a.parse_args(argv)
-    cluster = running_cluster()
-    kubectl = Kubectl(cluster)
-    install(kubectl)
-    api: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(cluster.kubeconfig))  # type: ignore[no-untyped-call]
+    cluster, kubectl, api = installed_plane()
     model = tiny_models.CHAT.repo_id
     with running_platform(cluster, kubectl, api, real_runtime=True, autoscaling=True) as p:
         kubectl("create", "namespace", NS, check=False)
@@ -123,13 +116,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             applied = time.monotonic()
             p.create_order(NS, ORDER, hf(model), klass=klass)
-            obj = p.wait_phase(NS, ORDER, "Ready", timeout=900)
+            p.wait_phase(NS, ORDER, "Ready", timeout=900)
             ready_s = time.monotonic() - applied
             print(f"[autoscale] order Ready {ready_s:.0f} s after the apply", file=sys.stderr, flush=True)
-            raw = kubectl("get", "secret", obj["status"]["authSecretName"], "-n", NS,
-                          "-o", "jsonpath={.data.token}").stdout  # fmt: skip
-            host = obj["status"]["endpoint"]["url"].removeprefix("https://").split("/")[0].split(":")[0]
-            target = Target(p.runtime.address, host, base64.b64decode(raw).decode(), str(p.ca_file))
+            target = p.target(NS, ORDER)
             samples: list[Sample] = []
             stop = threading.Event()
 

@@ -17,22 +17,16 @@ run (from Ready to the end of the quiet stretch) against an order that keeps one
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import sys
 import threading
 import time
 from typing import Any
 
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
-
-from bench.chaos.stack import install
+from bench.chaos.stack import installed_plane
 from bench.zero.figures import Sample, Wake, figures
 from devtools import tiny_models
-from devtools.cluster.handle import Kubectl, running_cluster
 from devtools.wait import wait_for
-from testkit.load import Target
 from testkit.platform import hf, running_platform
 from testkit.zero import allocated_devices, at_zero, timed_request
 
@@ -50,10 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--idle", type=int, default=30, help="the class's scaleToZeroAfterSeconds")
     a.add_argument("--quiet", type=float, default=300, help="seconds left at zero after the last wake")
     args = a.parse_args(argv)
-    cluster = running_cluster()
-    kubectl = Kubectl(cluster)
-    install(kubectl)
-    api: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(cluster.kubeconfig))  # type: ignore[no-untyped-call]
+    cluster, kubectl, api = installed_plane()
     model = tiny_models.CHAT.repo_id
     wakes: list[Wake] = []
     to_zero: list[float] = []
@@ -68,13 +59,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             applied = time.monotonic()
             p.create_order(NS, ORDER, hf(model), klass=klass)
-            obj = p.wait_phase(NS, ORDER, "Ready", timeout=900)
+            p.wait_phase(NS, ORDER, "Ready", timeout=900)
             log(f"order Ready {time.monotonic() - applied:.0f} s after the apply")
-            raw = kubectl("get", "secret", obj["status"]["authSecretName"], "-n", NS,
-                          "-o", "jsonpath={.data.token}").stdout  # fmt: skip
-            host = obj["status"]["endpoint"]["url"].removeprefix("https://").split("/")[0]
-            target = Target(p.runtime.address, host, base64.b64decode(raw).decode(), str(p.ca_file))
-            stranger = Target(p.runtime.address, host, "not-the-token", str(p.ca_file))
+            target = p.target(NS, ORDER)
+            stranger = p.target(NS, ORDER, token="not-the-token")
+            host = target.host
 
             def sampler() -> None:
                 while not stop.is_set():

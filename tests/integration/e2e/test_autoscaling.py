@@ -18,7 +18,6 @@ Slow: two real vLLM starts, and the HPA's windows.
 
 from __future__ import annotations
 
-import base64
 import itertools
 import pathlib
 import threading
@@ -31,7 +30,7 @@ import yaml
 
 from devtools import tiny_models
 from devtools.wait import wait_for
-from testkit.load import Target, running_load
+from testkit.load import running_load
 from testkit.platform import Platform, hf
 from tests.integration.e2e.test_reasons import SMALL, free_l4_uuid
 
@@ -41,14 +40,6 @@ PLATFORM_AUTOSCALING = True
 PLATFORM_REAL_RUNTIME = True
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 Obj = dict[str, Any]
-
-
-def target_of(p: Platform, ns: str, name: str) -> Target:
-    obj = p.order(ns, name)
-    raw = p.kubectl("get", "secret", obj["status"]["authSecretName"], "-n", ns,
-                    "-o", "jsonpath={.data.token}").stdout  # fmt: skip
-    host = obj["status"]["endpoint"]["url"].removeprefix("https://").split("/")[0].split(":")[0]
-    return Target(p.runtime.address, host, base64.b64decode(raw).decode(), str(p.ca_file))
 
 
 def condition(obj: Obj, type_: str) -> tuple[str, str, str]:
@@ -116,7 +107,7 @@ def test_a_scale_up_the_fleet_cannot_place_reads_degraded_while_the_order_serves
     platform.wait_phase(ns, "o", "Ready", timeout=180)
     assert_llm_signal(platform, ns, "o", "vllm:num_requests_waiting")
     body = {"model": SMALL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
-    with running_load(target_of(platform, ns, "o"), body, clients=10) as load:
+    with running_load(platform.target(ns, "o"), body, clients=10) as load:
         obj = platform.wait_phase(ns, "o", "Degraded", timeout=180)
         status, reason, message = condition(obj, "ScalingHealthy")
         assert (status, reason) == ("False", "ScaleUpBlocked"), message
@@ -184,7 +175,7 @@ def test_an_order_on_real_vllm_grows_under_load_and_returns_to_min_when_quiet(
     body = {"model": model, "messages": [{"role": "user", "content": "count to twenty"}], "max_tokens": 16}
     try:
         began = time.monotonic()
-        with running_load(target_of(platform, ns, "o"), body, clients=10) as load:
+        with running_load(platform.target(ns, "o"), body, clients=10) as load:
             wait_for(lambda: (replicas(platform, ns, "o"), platform.served_by(ns, "o")),
                      lambda r: r[0][1] >= 2 and r[1] >= 2, timeout=600, interval=2,
                      message="2 ready replicas under load, each a real vLLM serving")  # fmt: skip

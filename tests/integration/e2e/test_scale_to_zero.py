@@ -21,14 +21,12 @@ One test, because each step needs the one before and every vLLM start costs a mi
 
 from __future__ import annotations
 
-import base64
 import time
 
 import pytest
 
 from devtools import tiny_models
 from devtools.wait import wait_for
-from testkit.load import Target
 from testkit.platform import Platform, hf
 from testkit.zero import allocated_devices, at_zero, timed_request
 from tests.integration.e2e.test_reasons import SMALL, free_l4_uuid
@@ -47,14 +45,6 @@ def condition(obj: dict[str, object], type_: str) -> tuple[str, str, str]:
         if c["type"] == type_:
             return c["status"], c.get("reason", ""), c.get("message", "")
     return "", "", ""
-
-
-def target_of(p: Platform, ns: str, name: str, *, token: str | None = None) -> Target:
-    obj = p.order(ns, name)
-    raw = p.kubectl("get", "secret", obj["status"]["authSecretName"], "-n", ns,
-                    "-o", "jsonpath={.data.token}").stdout  # fmt: skip
-    host = obj["status"]["endpoint"]["url"].removeprefix("https://").split("/")[0]
-    return Target(p.runtime.address, host, token or base64.b64decode(raw).decode(), str(p.ca_file))
 
 
 def events(p: Platform, ns: str) -> list[str]:
@@ -126,7 +116,7 @@ def test_an_idle_order_goes_to_zero_frees_its_device_and_a_request_wakes_it(
         "stream": True,
     }
     woken = p.activator.sample("inference_activator_wakeups_total", namespace=ns, order="o")
-    refused = timed_request(target_of(p, ns, "o", token="not-the-token"), body, timeout=30)
+    refused = timed_request(p.target(ns, "o", token="not-the-token"), body, timeout=30)
     assert refused.status == 401, refused
     time.sleep(20)
     assert at_zero(p, ns, "o"), "a request without the token woke the order"
@@ -134,7 +124,7 @@ def test_an_idle_order_goes_to_zero_frees_its_device_and_a_request_wakes_it(
     assert p.activator.held(ns, "o") == 0
 
     # 4. the token: held, woken, answered by the real vLLM
-    answer = timed_request(target_of(p, ns, "o"), body, timeout=600)
+    answer = timed_request(p.target(ns, "o"), body, timeout=600)
     print(f"zero: woken and answered 200 in {answer.total_s:.0f} s (first byte {answer.first_byte_s:.0f} s)")
     assert answer.status == 200, answer
     assert "chat.completion.chunk" in answer.body, answer.body[:500]
