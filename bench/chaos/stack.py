@@ -43,6 +43,15 @@ def api_client(c: Cluster) -> k8s.ApiClient:
     return client
 
 
+def installed_plane() -> tuple[Cluster, Kubectl, k8s.ApiClient]:
+    """The local plane (started when down) with the product's CRDs, class, recipe and RBAC installed
+    (``install``), its kubectl and an API client."""
+    c = running_cluster()
+    kubectl = Kubectl(c)
+    install(kubectl)
+    return c, kubectl, api_client(c)
+
+
 def install(kubectl: Kubectl) -> None:
     """CRDs (ours and the catalog's), then what the e2e platform installs: cert-manager's CRDs, the
     bundled class and recipe, the RBAC."""
@@ -221,11 +230,8 @@ class Stack:
 @contextmanager
 def running(log_dir: pathlib.Path, *, replicas: int = 2, label: str = LABEL) -> Iterator[Stack]:
     """The whole product on the running plane, stopped (and the webhook unregistered) at the end."""
-    c = running_cluster()
-    kubectl = Kubectl(c)
-    api = api_client(c)
+    c, kubectl, api = installed_plane()
     log_dir.mkdir(parents=True, exist_ok=True)
-    install(kubectl)
     sa = service_account_kubeconfig(
         kubectl=c.kubectl_path, admin_kubeconfig=c.kubeconfig, namespace=NS,
         name="inference-controller", out=log_dir / "controller.kubeconfig",
